@@ -1,0 +1,5 @@
+"""FairTone project configuration (settings, URLs, Celery app)."""
+
+from .celery import app as celery_app
+
+__all__ = ["celery_app"]

@@ -1,0 +1,12 @@
+"""Settings for the test suite. DATABASE_URL / CELERY_BROKER_URL switch to real services."""
+
+import os
+import tempfile
+
+from .base import *  # noqa: F403
+from .base import FAIRTONE
+
+DEBUG = False
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+MEDIA_ROOT = os.environ.get("FAIRTONE_MEDIA_ROOT") or tempfile.mkdtemp(prefix="fairtone-test-media-")
+FAIRTONE["IMPORT_ROOTS"] = [str(MEDIA_ROOT)]

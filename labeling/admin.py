@@ -1,0 +1,126 @@
+"""Staff manage everything here. Label revisions are read-only: nothing is ever overwritten."""
+
+from django.contrib import admin
+
+from . import models
+
+
+class ToneInline(admin.TabularInline):
+    model = models.Tone
+    extra = 0
+
+
+@admin.register(models.Scale)
+class ScaleAdmin(admin.ModelAdmin):
+    list_display = ["name", "kind", "is_builtin", "created_by"]
+    inlines = [ToneInline]
+
+
+class MembershipInline(admin.TabularInline):
+    model = models.Membership
+    extra = 0
+    raw_id_fields = ["user"]
+
+
+@admin.register(models.Project)
+class ProjectAdmin(admin.ModelAdmin):
+    list_display = ["name", "scale", "labels_per_image", "is_demo", "created_at"]
+    search_fields = ["name"]
+    inlines = [MembershipInline]
+
+
+@admin.register(models.Membership)
+class MembershipAdmin(admin.ModelAdmin):
+    list_display = ["pseudonym", "user", "project", "role", "is_active"]
+    list_filter = ["role", "project"]
+    search_fields = ["pseudonym", "user__username"]
+
+
+@admin.register(models.Subject)
+class SubjectAdmin(admin.ModelAdmin):
+    list_display = ["external_id", "project"]
+    search_fields = ["external_id"]
+    list_filter = ["project"]
+
+
+@admin.register(models.Image)
+class ImageAdmin(admin.ModelAdmin):
+    list_display = ["external_id", "project", "subject", "width", "height", "format", "derivative_status"]
+    list_filter = ["project", "derivative_status", "format"]
+    search_fields = ["external_id", "sha256", "original_filename"]
+    readonly_fields = ["sha256", "file_size", "width", "height", "format", "source_mode", "exif_orientation"]
+    raw_id_fields = ["subject", "import_batch"]
+
+
+class ImportItemInline(admin.TabularInline):
+    model = models.ImportItem
+    extra = 0
+    can_delete = False
+    readonly_fields = ["row", "filename", "outcome", "reason", "image"]
+
+
+@admin.register(models.ImportBatch)
+class ImportBatchAdmin(admin.ModelAdmin):
+    list_display = ["id", "project", "kind", "status", "n_imported", "n_duplicate", "n_rejected", "created_at"]
+    list_filter = ["kind", "status"]
+    inlines = [ImportItemInline]
+
+
+@admin.register(models.Phase)
+class PhaseAdmin(admin.ModelAdmin):
+    list_display = ["project", "kind", "status", "labels_per_image", "opened_at", "closed_at"]
+    list_filter = ["kind", "status", "project"]
+
+
+@admin.register(models.Assignment)
+class AssignmentAdmin(admin.ModelAdmin):
+    list_display = ["phase", "labeler", "image", "position", "kind", "is_repeat", "done_at"]
+    list_filter = ["phase__kind", "kind"]
+    raw_id_fields = ["image", "relabel_of", "labeler", "phase"]
+
+
+class RevisionInline(admin.TabularInline):
+    model = models.LabelRevision
+    extra = 0
+    can_delete = False
+    readonly_fields = [f.name for f in models.LabelRevision._meta.fields]
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(models.Label)
+class LabelAdmin(admin.ModelAdmin):
+    list_display = ["id", "phase", "image", "labeler", "tone_low", "tone_high", "value", "uncertain", "skip_reason", "n_revisions"]
+    list_filter = ["phase__kind", "is_repeat", "uncertain"]
+    readonly_fields = [f.name for f in models.Label._meta.fields]
+    inlines = [RevisionInline]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(models.Reflection)
+class ReflectionAdmin(admin.ModelAdmin):
+    list_display = ["phase", "labeler", "minutes_taken", "submitted_at"]
+
+
+@admin.register(models.Job)
+class JobAdmin(admin.ModelAdmin):
+    list_display = ["id", "project", "kind", "status", "done", "failed", "total", "created_at"]
+    list_filter = ["kind", "status"]
+
+
+@admin.register(models.ImageBaseline)
+class ImageBaselineAdmin(admin.ModelAdmin):
+    list_display = ["image", "status", "ita_median", "ita_class", "skin_fraction", "code_version"]
+    list_filter = ["status", "ita_class"]
+    raw_id_fields = ["image", "job"]
+
+
+admin.site.register(models.DatasetExport)
+admin.site.register(models.EvaluationRun)
+admin.site.site_header = "FairTone administration"

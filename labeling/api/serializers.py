@@ -1,0 +1,260 @@
+from django.urls import reverse
+from rest_framework import serializers
+
+from ..models import (
+    Assignment, Image, ImportBatch, ImportItem, Job, Label, LabelRevision, Membership, Phase,
+    Project, Reflection, Scale, Tone,
+)  # fmt: skip
+
+
+class ToneSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Tone
+        fields = ["position", "code", "name", "hex_colour"]
+
+
+class ScaleSerializer(serializers.ModelSerializer):
+    tones = ToneSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = Scale
+        fields = ["id", "name", "kind", "description", "citation", "is_builtin", "tones"]
+        read_only_fields = ["kind", "is_builtin"]
+
+
+class ToneInputSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=80)
+    hex_colour = serializers.RegexField(r"^#[0-9a-fA-F]{6}$", error_messages={"invalid": "Use a colour like #a07e56."})
+    code = serializers.CharField(max_length=20, required=False, allow_blank=True)
+
+
+class ScaleCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=120)
+    tones = ToneInputSerializer(many=True, min_length=2, max_length=30)
+
+
+class ProjectSerializer(serializers.ModelSerializer):
+    scale = serializers.PrimaryKeyRelatedField(queryset=Scale.objects.all(), required=False)
+    scale_detail = ScaleSerializer(source="scale", read_only=True)
+    my_role = serializers.SerializerMethodField()
+    n_images = serializers.IntegerField(source="images.count", read_only=True)
+
+    class Meta:
+        model = Project
+        fields = [
+            "id", "name", "description", "scale", "scale_detail", "labels_per_image",
+            "allow_adjacent_pairs", "offer_uncertain", "skip_reasons", "instructions", "tone_order",
+            "is_demo", "created_at", "my_role", "n_images",
+        ]  # fmt: skip
+        read_only_fields = ["is_demo", "created_at"]
+
+    def get_my_role(self, project) -> str | None:
+        request = self.context.get("request")
+        if request is None:
+            return None
+        m = project.memberships.filter(user=request.user).first()
+        return m.role if m else ("lead" if request.user.is_superuser else None)
+
+    def validate_scale(self, scale):
+        request = self.context["request"]
+        if not scale.is_builtin and scale.created_by_id != request.user.id and not request.user.is_superuser:
+            raise serializers.ValidationError("You can use built-in scales or your own custom scales.")
+        return scale
+
+    def validate_skip_reasons(self, value):
+        if not isinstance(value, list):
+            raise serializers.ValidationError("A list of reasons.")
+        return value
+
+    def validate_tone_order(self, value):
+        if not isinstance(value, list) or not all(isinstance(v, int) for v in value):
+            raise serializers.ValidationError("A list of tone numbers.")
+        return value
+
+
+class MembershipSerializer(serializers.ModelSerializer):
+    username = serializers.CharField(source="user.username", read_only=True)
+
+    class Meta:
+        model = Membership
+        fields = ["id", "username", "role", "pseudonym", "expertise", "region_of_upbringing", "gender", "is_active"]
+
+
+class MembershipCreateSerializer(serializers.Serializer):
+    username = serializers.CharField(max_length=150)
+    password = serializers.CharField(max_length=128, required=False, write_only=True, allow_blank=True)
+    role = serializers.ChoiceField(choices=Membership.Role.choices, default=Membership.Role.LABELER)
+    pseudonym = serializers.CharField(max_length=40, required=False, allow_blank=True)
+    expertise = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    region_of_upbringing = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    gender = serializers.CharField(max_length=100, required=False, allow_blank=True)
+
+
+class ImageSerializer(serializers.ModelSerializer):
+    subject_id = serializers.CharField(source="subject.external_id", default=None, read_only=True)
+    subject_attributes = serializers.JSONField(source="subject.attributes", default=None, read_only=True)
+    thumbnail_url = serializers.SerializerMethodField()
+    display_url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Image
+        fields = [
+            "id", "external_id", "original_filename", "sha256", "width", "height", "format", "source_mode",
+            "exif_orientation", "file_size", "attributes", "subject_id", "subject_attributes", "mask_kind",
+            "derivative_status", "is_synthetic", "created_at", "thumbnail_url", "display_url",
+        ]  # fmt: skip
+
+    def get_thumbnail_url(self, image) -> str:
+        return reverse("image-file", args=[image.pk, "thumbnail"])
+
+    def get_display_url(self, image) -> str:
+        return reverse("image-file", args=[image.pk, "display"])
+
+
+class LabelerImageSerializer(serializers.ModelSerializer):
+    """What a labeler may know about an image: nothing but the picture (blind labeling)."""
+
+    display_url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Image
+        fields = ["id", "width", "height", "display_url"]
+
+    def get_display_url(self, image) -> str:
+        return reverse("image-file", args=[image.pk, "display"])
+
+
+class ImportItemSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ImportItem
+        fields = ["row", "filename", "outcome", "reason", "image"]
+
+
+class ImportBatchSerializer(serializers.ModelSerializer):
+    items = ImportItemSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = ImportBatch
+        fields = [
+            "id", "kind", "status", "source_name", "error", "n_imported", "n_duplicate", "n_rejected",
+            "created_at", "finished_at", "items",
+        ]  # fmt: skip
+
+
+class PhaseSerializer(serializers.ModelSerializer):
+    n_images = serializers.IntegerField(source="phase_images.count", read_only=True)
+
+    class Meta:
+        model = Phase
+        fields = [
+            "id", "kind", "status", "labels_per_image", "selection_seed", "selection_method", "n_repeated",
+            "opened_at", "closed_at", "n_images",
+        ]  # fmt: skip
+
+
+class CalibrationConfigureSerializer(serializers.Serializer):
+    size = serializers.IntegerField(min_value=1, required=False)
+    calibration_1_size = serializers.IntegerField(min_value=1, required=False)
+    n_repeated = serializers.IntegerField(min_value=0, required=False)
+    seed = serializers.IntegerField(min_value=0, max_value=2**62, required=False)
+    image_ids = serializers.ListField(child=serializers.IntegerField(), required=False, max_length=100000)
+
+
+class PhaseOpenSerializer(serializers.Serializer):
+    labeler_ids = serializers.ListField(child=serializers.IntegerField(), required=False)
+    labels_per_image = serializers.IntegerField(min_value=1, max_value=50, required=False)
+
+
+class LabelsPerImageSerializer(serializers.Serializer):
+    labels_per_image = serializers.IntegerField(min_value=1, max_value=50)
+
+
+class LabelSubmitSerializer(serializers.Serializer):
+    client_id = serializers.UUIDField()
+    image = serializers.IntegerField()
+    tones = serializers.ListField(child=serializers.IntegerField(), required=False, max_length=2)
+    uncertain = serializers.BooleanField(default=False)
+    skip_reason = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    time_spent_ms = serializers.IntegerField(min_value=0, max_value=6 * 3600 * 1000, default=0)
+    tone_order = serializers.ListField(child=serializers.IntegerField(), required=False, max_length=30)
+    client_info = serializers.DictField(required=False)
+
+
+class LabelRevisionSerializer(serializers.ModelSerializer):
+    author = serializers.SerializerMethodField()
+
+    class Meta:
+        model = LabelRevision
+        fields = [
+            "number", "client_id", "source", "tone_low", "tone_high", "value", "uncertain", "skip_reason",
+            "time_spent_ms", "tone_order", "client_info", "author", "reason", "created_at",
+        ]  # fmt: skip
+
+    def get_author(self, revision) -> str | None:
+        """The author's pseudonym in the project (never a username)."""
+        project_id = revision.label.phase.project_id
+        if revision.author_id is None:
+            return None
+        m = Membership.objects.filter(project_id=project_id, user_id=revision.author_id).first()
+        return m.pseudonym if m else "staff"
+
+
+class LabelSerializer(serializers.ModelSerializer):
+    labeler = serializers.CharField(source="labeler.pseudonym", read_only=True)
+    tones = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Label
+        fields = [
+            "id", "phase", "image", "labeler", "is_repeat", "tones", "tone_low", "tone_high", "value",
+            "uncertain", "skip_reason", "is_valid", "n_revisions", "time_spent_ms", "created_at", "updated_at",
+        ]  # fmt: skip
+
+    def get_tones(self, label) -> list[int]:
+        return [t for t in (label.tone_low, label.tone_high) if t is not None]
+
+
+class MyLabelSerializer(LabelSerializer):
+    class Meta(LabelSerializer.Meta):
+        fields = ["id", "image", "tones", "value", "uncertain", "skip_reason", "n_revisions", "updated_at"]
+
+
+class CorrectionSerializer(serializers.Serializer):
+    tones = serializers.ListField(child=serializers.IntegerField(), required=False, max_length=2)
+    uncertain = serializers.BooleanField(default=False)
+    skip_reason = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    reason = serializers.CharField(max_length=2000)
+
+
+class RelabelSerializer(serializers.Serializer):
+    labeler_ids = serializers.ListField(child=serializers.IntegerField(), min_length=1)
+    reason = serializers.CharField(max_length=2000)
+
+
+class ReflectionSerializer(serializers.ModelSerializer):
+    labeler = serializers.CharField(source="labeler.pseudonym", read_only=True)
+
+    class Meta:
+        model = Reflection
+        fields = [
+            "labeler", "minutes_taken", "unclear_instructions", "biases_noticed", "biases_other",
+            "mindfulness_plan", "submitted_at",
+        ]  # fmt: skip
+        read_only_fields = ["labeler", "submitted_at"]
+
+
+class JobSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Job
+        fields = [
+            "id", "kind", "status", "parameters", "total", "done", "failed", "failures", "message",
+            "created_at", "started_at", "finished_at",
+        ]  # fmt: skip
+
+
+class AssignmentSerializer(serializers.ModelSerializer):
+    image = LabelerImageSerializer(read_only=True)
+
+    class Meta:
+        model = Assignment
+        fields = ["id", "position", "kind", "image"]

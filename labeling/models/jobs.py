@@ -1,0 +1,109 @@
+from django.conf import settings
+from django.db import models
+
+from .images import Image
+from .phases import Phase
+from .projects import Project
+
+
+class Job(models.Model):
+    """A background job with progress that leads can watch (and the API reports)."""
+
+    class Kind(models.TextChoices):
+        DERIVATIVES = "derivatives", "Thumbnails and display images"
+        BASELINE = "baseline", "Colorimetric baseline (ITA, apparent albedo)"
+        EXPORT = "export", "Dataset export"
+        EVALUATION = "evaluation", "Fairness evaluation"
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    project = models.ForeignKey(Project, related_name="jobs", on_delete=models.CASCADE)
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    parameters = models.JSONField(default=dict, blank=True)
+    total = models.PositiveIntegerField(default=0)
+    done = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+    # [{"image_id": ..., "reason": ...}], bounded in size by the services.
+    failures = models.JSONField(default=list, blank=True)
+    message = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} job {self.pk} ({self.status})"
+
+
+class ImageBaseline(models.Model):
+    """The colorimetric baseline of one image for one parameter set and code version."""
+
+    class Status(models.TextChoices):
+        OK = "ok", "Computed"
+        FAILED = "failed", "Failed"
+
+    image = models.ForeignKey(Image, related_name="baselines", on_delete=models.CASCADE)
+    parameters_hash = models.CharField(max_length=64)
+    parameters = models.JSONField(default=dict)
+    code_version = models.CharField(max_length=40)
+    status = models.CharField(max_length=10, choices=Status.choices)
+    error = models.TextField(blank=True)
+    ita_median = models.FloatField(null=True, blank=True)
+    lightness_median = models.FloatField(null=True, blank=True)
+    b_median = models.FloatField(null=True, blank=True)
+    skin_fraction = models.FloatField(null=True, blank=True)
+    albedo = models.FloatField(null=True, blank=True)
+    albedo_normalized = models.FloatField(null=True, blank=True)
+    ita_class = models.CharField(max_length=30, blank=True)
+    flags = models.JSONField(default=list, blank=True)
+    stats = models.JSONField(default=dict, blank=True)
+    overlay = models.FileField(upload_to="baselines/", max_length=300, blank=True)
+    job = models.ForeignKey(Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    computed_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["image", "parameters_hash", "code_version"], name="unique_baseline"
+            )
+        ]
+
+
+class DatasetExport(models.Model):
+    """A fairness-evaluation dataset export with its generated data card."""
+
+    project = models.ForeignKey(Project, related_name="exports", on_delete=models.CASCADE)
+    phases = models.ManyToManyField(Phase, blank=True, related_name="+")
+    job = models.ForeignKey(Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    archive = models.FileField(upload_to="exports/", max_length=300, blank=True)
+    data_card = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+
+class EvaluationRun(models.Model):
+    """A model's per-sample results scored for fairness by the metrics module."""
+
+    project = models.ForeignKey(Project, related_name="evaluations", on_delete=models.CASCADE)
+    name = models.CharField(max_length=200)
+    model_name = models.CharField(max_length=200, blank=True)
+    predictions = models.FileField(upload_to="evaluations/", max_length=300)
+    options = models.JSONField(default=dict, blank=True)
+    report = models.JSONField(default=dict, blank=True)
+    job = models.ForeignKey(Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)

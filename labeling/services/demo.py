@@ -1,0 +1,167 @@
+"""The demo project: synthetic portraits and skin patches, plus scikit-image's astronaut photo.
+
+There is no internet on the machines this runs on, so the demo makes its own
+images: faces and patches in the ten Monk Skin Tone colours under varied
+exposure and white balance. The UI says they are synthetic.
+"""
+
+import io
+import uuid
+
+import numpy as np
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from PIL import Image as PILImage
+
+from ..models import Membership, Project, Subject
+from .images import DuplicateImage, image_create_from_bytes
+from .labels import label_submit
+from .phases import calibration_configure, phase_get, phase_open
+from .projects import project_create
+from .scales import MONK_TONES
+
+DEMO_PASSWORD = "fairtone-demo"
+DEMO_LABELERS = [
+    ("labeler1", {"expertise": "dermatology nurse", "region_of_upbringing": "West Africa", "gender": "woman"}),
+    ("labeler2", {"expertise": "photographer", "region_of_upbringing": "South Asia", "gender": "man"}),
+    ("labeler3", {"expertise": "ML engineer", "region_of_upbringing": "Northern Europe", "gender": "non-binary"}),
+    ("labeler4", {"expertise": "retail stylist", "region_of_upbringing": "Latin America", "gender": "woman"}),
+]
+
+
+def _srgb_to_linear(c: np.ndarray) -> np.ndarray:
+    c = c / 255.0
+    return np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+
+
+def _linear_to_srgb(c: np.ndarray) -> np.ndarray:
+    c = np.clip(c, 0, 1)
+    return np.where(c <= 0.0031308, c * 12.92, 1.055 * c ** (1 / 2.4) - 0.055) * 255.0
+
+
+def synthetic_portrait(
+    hex_colour: str, *, exposure_stops: float = 0.0, white_balance: tuple[float, float, float] = (1, 1, 1),
+    seed: int = 0, size: tuple[int, int] = (480, 640), shirt: tuple[int, int, int] = (60, 90, 140),
+) -> bytes:
+    """A simple shaded head-and-shoulders figure in ``hex_colour`` as JPEG bytes."""
+    rng = np.random.default_rng(seed)
+    w, h = size
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+    skin = np.array([int(hex_colour[i : i + 2], 16) for i in (1, 3, 5)], dtype=np.float32)
+    skin_lin = _srgb_to_linear(skin)
+    bg = np.array(rng.integers(90, 200, 3), dtype=np.float32)
+    img = np.empty((h, w, 3), np.float32)
+    img[:] = _srgb_to_linear(bg) * (0.85 + 0.15 * (yy / h))[..., None]
+    # Shoulders and shirt.
+    body = ((xx - w / 2) / (w * 0.48)) ** 2 + ((yy - h * 1.05) / (h * 0.42)) ** 2 <= 1
+    img[body] = _srgb_to_linear(np.array(shirt, np.float32))
+    # Neck and face, shaded by a soft light from the upper left.
+    neck = (np.abs(xx - w / 2) < w * 0.09) & (yy > h * 0.45) & (yy < h * 0.72)
+    face = ((xx - w / 2) / (w * 0.2)) ** 2 + ((yy - h * 0.38) / (h * 0.22)) ** 2 <= 1
+    shade = 1.0 - 0.35 * np.clip(((xx - w * 0.4) / w) + ((yy - h * 0.25) / h), 0, 1)
+    for region in (neck, face):
+        img[region] = skin_lin * shade[region][:, None]
+    # Eyes and mouth, so it reads as a face.
+    for ex in (0.43, 0.57):
+        eye = ((xx - w * ex) / (w * 0.03)) ** 2 + ((yy - h * 0.36) / (h * 0.012)) ** 2 <= 1
+        img[eye] = 0.02
+    mouth = ((xx - w / 2) / (w * 0.06)) ** 2 + ((yy - h * 0.48) / (h * 0.01)) ** 2 <= 1
+    img[mouth] = skin_lin * 0.35
+    img *= 2.0**exposure_stops
+    img *= np.asarray(white_balance, np.float32)
+    img += rng.normal(0, 0.004, img.shape).astype(np.float32)
+    rgb = _linear_to_srgb(img).round().astype(np.uint8)
+    buf = io.BytesIO()
+    PILImage.fromarray(rgb).save(buf, format="JPEG", quality=90)
+    return buf.getvalue()
+
+
+def astronaut_bytes() -> bytes:
+    from skimage import data
+
+    buf = io.BytesIO()
+    PILImage.fromarray(data.astronaut()).save(buf, format="JPEG", quality=92)
+    return buf.getvalue()
+
+
+@transaction.atomic
+def demo_project_create(*, n_subjects: int = 20, simulate_labels: bool = True) -> Project:
+    """Create (or return) the demo project with its lead, four labelers and ~40 images."""
+    User = get_user_model()
+    existing = Project.objects.filter(is_demo=True).first()
+    if existing is not None:
+        return existing
+    lead, _ = User.objects.get_or_create(username="lead", defaults={"is_staff": True, "is_superuser": True})
+    lead.set_password(DEMO_PASSWORD)
+    lead.save()
+    project = project_create(
+        name="Demo: skin tone of synthetic portraits",
+        description="A demo with synthetic images only (plus scikit-image's astronaut photo).",
+        created_by=lead,
+        labels_per_image=4,
+        instructions=(
+            "<p>Choose the Monk Skin Tone that best matches the <strong>skin of the face and neck</strong>, "
+            "ignoring lighting where you can. If you hesitate between two neighbouring tones, choose both "
+            "(Shift + digit). Mark <em>uncertain</em> when the image makes judging hard.</p>"
+            "<ul><li>Do not infer tone from facial features or clothing.</li>"
+            "<li>Beware of background colours and of a run of similar tones.</li></ul>"
+        ),
+        is_demo=True,
+    )
+    members = []
+    for username, profile in DEMO_LABELERS:
+        user, _ = User.objects.get_or_create(username=username)
+        user.set_password(DEMO_PASSWORD)
+        user.save()
+        members.append(
+            Membership.objects.create(
+                project=project, user=user, role=Membership.Role.LABELER,
+                pseudonym=f"L{len(members) + 1:02d}", **profile,
+            )
+        )  # fmt: skip
+    rng = np.random.default_rng(2026)
+    genders = ["woman", "man"]
+    true_tone = {}
+    for s in range(n_subjects):
+        tone = (s % 10) + 1
+        subject = Subject.objects.create(
+            project=project, external_id=f"S{s + 1:03d}",
+            attributes={"gender": genders[s % 2], "body_shape": round(float(rng.normal(0, 1)), 2), "synthetic": True},
+        )  # fmt: skip
+        for shot in range(2):
+            exposure = float(rng.choice([-1.0, -0.5, 0.0, 0.0, 0.5]))
+            wb = tuple(float(x) for x in rng.choice([[1, 1, 1], [1.08, 1.0, 0.9], [0.92, 1.0, 1.1]]))
+            data = synthetic_portrait(MONK_TONES[tone - 1][2], exposure_stops=exposure, white_balance=wb,
+                                      seed=s * 10 + shot, shirt=tuple(int(x) for x in rng.integers(30, 220, 3)))  # fmt: skip
+            try:
+                image = image_create_from_bytes(
+                    project=project, filename=f"S{s + 1:03d}_{shot + 1}.jpg", data=data, subject=subject,
+                    attributes={"exposure_stops": exposure, "white_balance": list(wb), "pose": ["front", "side"][shot]},
+                    is_synthetic=True,
+                )  # fmt: skip
+            except DuplicateImage:
+                continue
+            true_tone[image.id] = tone
+    image = image_create_from_bytes(
+        project=project, filename="astronaut.jpg", data=astronaut_bytes(),
+        attributes={"source": "scikit-image data.astronaut (public domain, NASA)"},
+    )  # fmt: skip
+    true_tone[image.id] = 3
+    calibration_configure(project=project, size=min(16, len(true_tone)), calibration_1_size=8, n_repeated=4, seed=59)
+    cal1 = phase_get(project, "calibration_1")
+    phase_open(phase=cal1)
+    if simulate_labels:
+        # Labelers 2-4 have already labelled calibration 1 (simulated, with per-labeler bias and noise);
+        # labeler1 has not, so the demo can be tried from the labeler's side.
+        for k, m in enumerate(members[1:], start=1):
+            bias = [0.0, 0.6, -0.4][k - 1]
+            for a in cal1.assignments.filter(labeler=m).order_by("position"):
+                value = true_tone[a.image_id] + bias + rng.normal(0, 0.7)
+                tone = int(np.clip(round(value), 1, 10))
+                tones = [tone, tone + 1] if (value - tone > 0.3 and tone < 10) else [tone]
+                label_submit(
+                    phase=cal1, labeler=m, image_id=a.image_id, client_id=uuid.uuid4(), tones=tones,
+                    uncertain=bool(rng.random() < 0.1), time_spent_ms=int(rng.integers(2500, 9000)),
+                    tone_order=list(range(1, 11)), client_info={"simulated": True},
+                )  # fmt: skip
+    return project

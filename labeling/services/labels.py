@@ -1,0 +1,306 @@
+"""Submitting, changing and correcting labels. Nothing is ever overwritten.
+
+Every answer is an immutable ``LabelRevision``; ``Label`` mirrors the latest.
+Submissions are idempotent on the client's own id (``client_id``): a retried
+or doubled submit returns the revision stored the first time.
+"""
+
+import uuid
+from dataclasses import dataclass
+
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from ..models import Assignment, Image, Label, LabelRevision, Membership, Phase, Reflection
+
+MAX_TIME_SPENT_MS = 6 * 3600 * 1000
+MAX_CLIENT_INFO_KEYS = 40
+
+BIAS_FACTORS = {
+    "facial_features": "Facial features associated with an ethnicity",
+    "background": "Background objects or colours",
+    "lighting": "Lighting, shadows or white balance",
+    "recency": "A run of similar tones affecting the next choice",
+    "repeated_subject": "The same person labelled the same way each time",
+    "clothing_hair": "Clothing, hair or make-up",
+}
+
+
+@dataclass(frozen=True)
+class Selection:
+    tone_low: int | None
+    tone_high: int | None
+    uncertain: bool
+    skip_reason: str
+
+    @property
+    def value(self) -> float | None:
+        if self.tone_low is None:
+            return None
+        if self.tone_high is None:
+            return float(self.tone_low)
+        if self.tone_high != self.tone_low + 1:
+            return None  # a non-adjacent pair is invalid
+        return (self.tone_low + self.tone_high) / 2
+
+    @property
+    def is_valid(self) -> bool:
+        return self.tone_low is None or self.tone_high is None or self.tone_high == self.tone_low + 1
+
+
+def selection_clean(
+    *, phase: Phase, tones: list | None, uncertain: bool = False, skip_reason: str = "", allow_invalid: bool = False
+) -> Selection:
+    """Check a selection against the project's scale and options."""
+    project = phase.project
+    n_tones = project.scale.tones.count()
+    skip_reason = (skip_reason or "").strip()
+    tones = list(tones or [])
+    if skip_reason:
+        if tones:
+            raise ValidationError({"tones": "A skipped image has no tone."})
+        if skip_reason not in (project.skip_reasons or []):
+            raise ValidationError(
+                {"skip_reason": f"Unknown skip reason {skip_reason!r}; offered: {', '.join(project.skip_reasons)}."}
+            )
+        return Selection(None, None, bool(uncertain) and project.offer_uncertain, skip_reason)
+    if not tones:
+        raise ValidationError({"tones": "Choose a tone, or skip with a reason."})
+    if len(tones) > 2:
+        raise ValidationError({"tones": "Choose one tone, or two adjacent tones."})
+    try:
+        values = sorted(int(t) for t in tones)
+    except (TypeError, ValueError):
+        raise ValidationError({"tones": "Tones are whole numbers."}) from None
+    if any(isinstance(t, bool) or (isinstance(t, float) and not t.is_integer()) for t in tones):
+        raise ValidationError({"tones": "Tones are whole numbers."})
+    for v in values:
+        if not 1 <= v <= n_tones:
+            raise ValidationError({"tones": f"Tone {v} is not on this scale (1 to {n_tones})."})
+    if len(values) == 2:
+        if values[0] == values[1]:
+            values = values[:1]
+        elif not project.allow_adjacent_pairs and not allow_invalid:
+            raise ValidationError({"tones": "This project asks for a single tone."})
+        elif values[1] != values[0] + 1 and not allow_invalid:
+            raise ValidationError({"tones": f"Tones {values[0]} and {values[1]} are not adjacent."})
+    if uncertain and not project.offer_uncertain:
+        raise ValidationError({"uncertain": "This project does not offer 'uncertain'."})
+    return Selection(values[0], values[1] if len(values) == 2 else None, bool(uncertain), "")
+
+
+def _clean_client_info(info) -> dict:
+    if not isinstance(info, dict):
+        return {}
+    cleaned = {}
+    for key, value in list(info.items())[:MAX_CLIENT_INFO_KEYS]:
+        if isinstance(value, bool | int | float) or value is None:
+            cleaned[str(key)[:60]] = value
+        else:
+            cleaned[str(key)[:60]] = str(value)[:200]
+    return cleaned
+
+
+def _clean_tone_order(order, n_tones: int) -> list[int]:
+    try:
+        order = [int(x) for x in (order or [])]
+    except (TypeError, ValueError):
+        raise ValidationError({"tone_order": "The tone order is a list of tone numbers."}) from None
+    if order and sorted(order) != list(range(1, n_tones + 1)):
+        raise ValidationError({"tone_order": "The tone order must list every tone once."})
+    return order
+
+
+def _apply_revision(label: Label, revision: LabelRevision) -> None:
+    label.tone_low = revision.tone_low
+    label.tone_high = revision.tone_high
+    label.value = revision.value
+    label.uncertain = revision.uncertain
+    label.skip_reason = revision.skip_reason
+    label.is_valid = revision.tone_high is None or revision.tone_high == (revision.tone_low or 0) + 1
+    label.n_revisions = revision.number
+    label.time_spent_ms = (label.time_spent_ms or 0) + revision.time_spent_ms
+    label.save()
+
+
+def _existing_revision(client_id, user) -> LabelRevision | None:
+    revision = LabelRevision.objects.select_related("label").filter(client_id=client_id).first()
+    if revision is not None and revision.author_id != getattr(user, "id", None):
+        raise ValidationError({"client_id": "This id was used for another submission."})
+    return revision
+
+
+def label_submit(
+    *,
+    phase: Phase,
+    labeler: Membership,
+    image_id: int,
+    client_id: uuid.UUID | str,
+    tones: list | None = None,
+    uncertain: bool = False,
+    skip_reason: str = "",
+    time_spent_ms: int = 0,
+    tone_order: list | None = None,
+    client_info: dict | None = None,
+) -> LabelRevision:
+    """Store a labeler's answer for an image of their queue (or a changed answer).
+
+    Idempotent on ``client_id``. The phase must be open and the image assigned to
+    this labeler in it. A first answer creates the label; a later one (going back
+    to change an answer) adds a revision. A relabel requested by a lead adds a
+    revision to the original label of the earlier phase.
+    """
+    try:
+        client_id = uuid.UUID(str(client_id))
+    except ValueError:
+        raise ValidationError({"client_id": "Send a UUID as client_id."}) from None
+    user = labeler.user
+    existing = _existing_revision(client_id, user)
+    if existing is not None:
+        return existing
+    if phase.status != Phase.Status.OPEN:
+        raise ValidationError({"phase": f"{phase.get_kind_display()} is {phase.get_status_display().lower()}: labels cannot be submitted."})
+    try:
+        time_spent_ms = int(time_spent_ms or 0)
+    except (TypeError, ValueError):
+        raise ValidationError({"time_spent_ms": "A whole number of milliseconds."}) from None
+    if not 0 <= time_spent_ms <= MAX_TIME_SPENT_MS:
+        raise ValidationError({"time_spent_ms": "Out of range."})
+    selection = selection_clean(phase=phase, tones=tones, uncertain=uncertain, skip_reason=skip_reason)
+    n_tones = phase.project.scale.tones.count()
+    order = _clean_tone_order(tone_order, n_tones)
+    info = _clean_client_info(client_info)
+    try:
+        with transaction.atomic():
+            assignment = (
+                Assignment.objects.select_for_update()
+                .filter(phase=phase, labeler=labeler, image_id=image_id)
+                .first()
+            )
+            if assignment is None:
+                raise PermissionDenied("This image is not assigned to you in this phase.")
+            if assignment.kind == Assignment.Kind.RELABEL:
+                label = Label.objects.select_for_update().get(pk=assignment.relabel_of_id)
+                source = LabelRevision.Source.RELABEL
+                reason = assignment.request_reason
+            else:
+                label = Label.objects.select_for_update().filter(assignment=assignment).first()
+                source = LabelRevision.Source.CHANGE if label else LabelRevision.Source.LABELER
+                reason = ""
+                if label is None:
+                    label = Label.objects.create(
+                        phase=phase, image_id=image_id, labeler=labeler, assignment=assignment,
+                        is_repeat=assignment.is_repeat, tone_low=selection.tone_low,
+                        tone_high=selection.tone_high, value=selection.value, uncertain=selection.uncertain,
+                        skip_reason=selection.skip_reason, n_revisions=0, time_spent_ms=0,
+                    )  # fmt: skip
+            last = label.revisions.order_by("-number").values_list("number", flat=True).first() or 0
+            revision = LabelRevision.objects.create(
+                label=label, number=last + 1, client_id=client_id, source=source,
+                tone_low=selection.tone_low, tone_high=selection.tone_high, value=selection.value,
+                uncertain=selection.uncertain, skip_reason=selection.skip_reason,
+                time_spent_ms=time_spent_ms, tone_order=order, client_info=info, author=user, reason=reason,
+            )  # fmt: skip
+            _apply_revision(label, revision)
+            if assignment.done_at is None:
+                assignment.done_at = timezone.now()
+                assignment.save(update_fields=["done_at"])
+    except IntegrityError:
+        # A concurrent submit with the same client_id won the race: return its revision.
+        existing = _existing_revision(client_id, user)
+        if existing is None:
+            raise
+        return existing
+    return revision
+
+
+@transaction.atomic
+def label_correct(
+    *, label: Label, user, reason: str, tones: list | None = None, uncertain: bool = False, skip_reason: str = "",
+    client_id=None,
+) -> LabelRevision:
+    """A lead records a correction as a new revision with a reason; the labeler's answer stays in history."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise ValidationError({"reason": "Say why the label is corrected."})
+    label = Label.objects.select_for_update().select_related("phase__project").get(pk=label.pk)
+    selection = selection_clean(phase=label.phase, tones=tones, uncertain=uncertain, skip_reason=skip_reason)
+    last = label.revisions.order_by("-number").values_list("number", flat=True).first() or 0
+    revision = LabelRevision.objects.create(
+        label=label, number=last + 1, client_id=client_id or uuid.uuid4(),
+        source=LabelRevision.Source.CORRECTION, tone_low=selection.tone_low, tone_high=selection.tone_high,
+        value=selection.value, uncertain=selection.uncertain, skip_reason=selection.skip_reason,
+        author=user, reason=reason,
+    )  # fmt: skip
+    _apply_revision(label, revision)
+    return revision
+
+
+@transaction.atomic
+def relabel_request(*, image: Image, labelers: list[Membership], reason: str, user) -> list[Assignment]:
+    """Send an image back to chosen labelers in the post-calibration phase.
+
+    Each labeler's latest label of the image (from any earlier phase) gets a new
+    revision when they answer; if they never labelled it, a fresh label is made.
+    """
+    reason = (reason or "").strip()
+    if not reason:
+        raise ValidationError({"reason": "Say why the image is sent back."})
+    post = image.project.phases.select_for_update().get(kind=Phase.Kind.POST_CALIBRATION)
+    if post.status != Phase.Status.OPEN:
+        raise ValidationError("Open the post-calibration phase to send images back for relabeling.")
+    created = []
+    for membership in labelers:
+        if membership.project_id != image.project_id or membership.role != Membership.Role.LABELER:
+            raise ValidationError(f"{membership.pseudonym} is not a labeler of this project.")
+        if post.assignments.filter(labeler=membership, image=image, done_at__isnull=True).exists():
+            continue
+        original = (
+            Label.objects.filter(image=image, labeler=membership, is_repeat=False)
+            .exclude(phase=post)
+            .order_by("-phase__id")
+            .first()
+        )
+        position = (post.assignments.filter(labeler=membership).aggregate(m=Max("position"))["m"] or 0) + 1
+        post.participants.get_or_create(labeler=membership, defaults={"shuffle_seed": 0})
+        assignment, _ = Assignment.objects.update_or_create(
+            phase=post, labeler=membership, image=image,
+            defaults={
+                "position": position, "kind": Assignment.Kind.RELABEL if original else Assignment.Kind.LABEL,
+                "relabel_of": original, "request_reason": reason, "requested_by": user, "done_at": None,
+            },
+        )  # fmt: skip
+        created.append(assignment)
+    return created
+
+
+def reflection_submit(*, phase: Phase, labeler: Membership, **fields) -> Reflection:
+    if not phase.is_calibration:
+        raise ValidationError("Reflections are asked for after calibration phases.")
+    if not phase.assignments.filter(labeler=labeler).exists():
+        raise PermissionDenied("You did not take part in this phase.")
+    biases = fields.get("biases_noticed") or []
+    if not isinstance(biases, list) or any(b not in BIAS_FACTORS for b in biases):
+        raise ValidationError({"biases_noticed": f"Choose among: {', '.join(BIAS_FACTORS)}."})
+    minutes = fields.get("minutes_taken")
+    if minutes is not None and minutes != "":
+        try:
+            minutes = int(minutes)
+        except (TypeError, ValueError):
+            raise ValidationError({"minutes_taken": "A whole number of minutes."}) from None
+        if not 0 <= minutes <= 10000:
+            raise ValidationError({"minutes_taken": "Out of range."})
+    else:
+        minutes = None
+    texts = {}
+    for key in ("unclear_instructions", "biases_other", "mindfulness_plan"):
+        text = str(fields.get(key) or "")
+        if len(text) > 5000:
+            raise ValidationError({key: "At most 5000 characters."})
+        texts[key] = text
+    reflection, _ = Reflection.objects.update_or_create(
+        phase=phase, labeler=labeler, defaults={"minutes_taken": minutes, "biases_noticed": biases, **texts}
+    )
+    return reflection

@@ -1,0 +1,309 @@
+"""The four phases: choosing images, opening and closing, per-labeler queues.
+
+Each labeler has their own queue of assignments (shuffled with a recorded
+seed, same-subject images spread apart), so the next image is a single indexed
+query and two labelers never compete for a slot.
+"""
+
+import secrets
+from collections import defaultdict
+from collections.abc import Iterable
+
+import numpy as np
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import Count, Max, Q, Sum
+from django.utils import timezone
+
+from ..models import Assignment, Image, Label, Membership, Phase, PhaseImage, PhaseParticipant, Project
+
+DEFAULT_CALIBRATION_SIZE = 59  # seed 000
+DEFAULT_REPEATED = 30  # seed 000
+
+
+def new_seed() -> int:
+    return secrets.randbelow(2**62)
+
+
+def phase_get(project: Project, kind: str) -> Phase:
+    return project.phases.get(kind=kind)
+
+
+def _require_draft(phase: Phase) -> None:
+    if phase.status != Phase.Status.DRAFT:
+        raise ValidationError(f"{phase.get_kind_display()} is already {phase.get_status_display().lower()}.")
+
+
+@transaction.atomic
+def calibration_configure(
+    *,
+    project: Project,
+    size: int | None = None,
+    calibration_1_size: int | None = None,
+    n_repeated: int | None = None,
+    seed: int | None = None,
+    image_ids: list[int] | None = None,
+) -> tuple[Phase, Phase]:
+    """Choose the calibration set and split it into calibration 1 and 2.
+
+    The calibration set (seed 000: 59 images) is drawn at random with a recorded
+    seed, or picked by hand (``image_ids``). Calibration 1 gets
+    ``calibration_1_size`` of them (default: half, rounded up); calibration 2 gets
+    ``n_repeated`` calibration-1 images again (test-retest; default 30) plus the
+    rest of the calibration set. Main gets every other image of the project.
+    """
+    cal1 = phase_get(project, Phase.Kind.CALIBRATION_1)
+    cal2 = phase_get(project, Phase.Kind.CALIBRATION_2)
+    main = phase_get(project, Phase.Kind.MAIN)
+    for phase in (cal1, cal2, main):
+        _require_draft(phase)
+    all_ids = list(project.images.order_by("id").values_list("id", flat=True))
+    if not all_ids:
+        raise ValidationError("Import images before choosing a calibration set.")
+    if image_ids:
+        chosen = list(dict.fromkeys(int(i) for i in image_ids))
+        missing = set(chosen) - set(all_ids)
+        if missing:
+            raise ValidationError(f"{len(missing)} chosen image(s) are not in this project.")
+        method = "manual"
+        seed = seed if seed is not None else new_seed()
+    else:
+        size = min(size if size is not None else DEFAULT_CALIBRATION_SIZE, len(all_ids))
+        if size < 1:
+            raise ValidationError("The calibration set needs at least one image.")
+        seed = seed if seed is not None else new_seed()
+        rng = np.random.default_rng(seed)
+        chosen = [int(i) for i in rng.choice(all_ids, size=size, replace=False)]
+        method = "random"
+    size = len(chosen)
+    n1 = calibration_1_size if calibration_1_size is not None else size - size // 2
+    if not 1 <= n1 <= size:
+        raise ValidationError(f"Calibration 1 size must be between 1 and {size}.")
+    set1, rest = chosen[:n1], chosen[n1:]
+    n_rep = n_repeated if n_repeated is not None else min(DEFAULT_REPEATED, n1)
+    if not 0 <= n_rep <= n1:
+        raise ValidationError(f"Repeated images must be between 0 and {n1} (calibration 1's size).")
+    rng = np.random.default_rng(seed + 1)
+    repeated = [int(i) for i in rng.choice(set1, size=n_rep, replace=False)] if n_rep else []
+
+    PhaseImage.objects.filter(phase__in=[cal1, cal2, main]).delete()
+    PhaseImage.objects.bulk_create([PhaseImage(phase=cal1, image_id=i) for i in set1])
+    PhaseImage.objects.bulk_create(
+        [PhaseImage(phase=cal2, image_id=i, is_repeat=True) for i in repeated]
+        + [PhaseImage(phase=cal2, image_id=i) for i in rest]
+    )
+    in_calibration = set(chosen)
+    PhaseImage.objects.bulk_create(
+        [PhaseImage(phase=main, image_id=i) for i in all_ids if i not in in_calibration]
+    )
+    for phase in (cal1, cal2):
+        phase.selection_seed = seed
+        phase.selection_method = method
+    cal2.n_repeated = n_rep
+    cal1.save()
+    cal2.save()
+    main.selection_method = "rest"
+    main.save()
+    return cal1, cal2
+
+
+def phase_images_set(*, phase: Phase, image_ids: Iterable[int]) -> None:
+    """Set a draft phase's images by hand (e.g. main or post-calibration)."""
+    _require_draft(phase)
+    ids = list(dict.fromkeys(int(i) for i in image_ids))
+    if phase.project.images.filter(id__in=ids).count() != len(ids):
+        raise ValidationError("Some images are not in this project.")
+    with transaction.atomic():
+        phase.phase_images.all().delete()
+        PhaseImage.objects.bulk_create([PhaseImage(phase=phase, image_id=i) for i in ids])
+
+
+def spread_order(image_ids: list[int], subjects: dict[int, object], rng: np.random.Generator) -> list[int]:
+    """Shuffle ``image_ids`` so that images of one subject are spread apart.
+
+    Each subject's images get evenly spaced keys ``(k + u) / n`` (k-th of n images
+    of that subject, ``u`` one uniform draw per subject) with a little jitter;
+    sorting by key interleaves subjects. Images without a subject are their own group.
+    """
+    groups: dict[object, list[int]] = defaultdict(list)
+    for image_id in image_ids:
+        subject = subjects.get(image_id)
+        groups[subject if subject is not None else ("image", image_id)].append(image_id)
+    keyed = []
+    for members in groups.values():
+        members = list(members)
+        rng.shuffle(members)
+        n = len(members)
+        offset = rng.random()
+        for k, image_id in enumerate(members):
+            keyed.append(((k + offset) / n + rng.random() * 1e-3, image_id))
+    keyed.sort()
+    return [image_id for _, image_id in keyed]
+
+
+def _distribute(phase: Phase, labelers: list[Membership], rng: np.random.Generator) -> dict[int, list[int]]:
+    """Pick which labelers label each image: ``labels_per_image`` each, balanced loads."""
+    rows = list(phase.phase_images.values_list("image_id", "is_repeat"))
+    per_labeler: dict[int, list[int]] = {m.id: [] for m in labelers}
+    k = min(phase.labels_per_image, len(labelers))
+    load = {m.id: 0 for m in labelers}
+    ids = [m.id for m in labelers]
+    for image_id, _ in rows:
+        order = sorted(ids, key=lambda i: (load[i], rng.random()))
+        for labeler_id in order[:k]:
+            per_labeler[labeler_id].append(image_id)
+            load[labeler_id] += 1
+    return per_labeler
+
+
+@transaction.atomic
+def phase_open(*, phase: Phase, labeler_ids: list[int] | None = None, labels_per_image: int | None = None) -> Phase:
+    """Open a phase: the previous phase must be closed; queues are built for the labelers."""
+    phase = Phase.objects.select_for_update().get(pk=phase.pk)
+    _require_draft(phase)
+    project = phase.project
+    if phase.index > 0:
+        previous = project.phases.get(kind=Phase.ORDER[phase.index - 1])
+        if previous.status != Phase.Status.CLOSED:
+            raise ValidationError(f"Close {previous.get_kind_display()} first: phases run in order.")
+    if phase.kind == Phase.Kind.MAIN and not phase.phase_images.exists():
+        # Main defaults to every image outside the calibration set.
+        calibration = PhaseImage.objects.filter(
+            phase__project=project, phase__kind__in=[Phase.Kind.CALIBRATION_1, Phase.Kind.CALIBRATION_2]
+        ).values_list("image_id", flat=True)
+        PhaseImage.objects.bulk_create(
+            PhaseImage(phase=phase, image_id=i)
+            for i in project.images.exclude(id__in=calibration).values_list("id", flat=True)
+        )
+    if not phase.phase_images.exists() and phase.kind != Phase.Kind.POST_CALIBRATION:
+        raise ValidationError(f"{phase.get_kind_display()} has no images.")
+    labelers = project.memberships.filter(role=Membership.Role.LABELER, is_active=True)
+    if labeler_ids:
+        labelers = labelers.filter(id__in=labeler_ids)
+        if labelers.count() != len(set(labeler_ids)):
+            raise ValidationError("Some chosen labelers are not active labelers of this project.")
+    labelers = list(labelers.order_by("id"))
+    if not labelers:
+        raise ValidationError("Add labelers to the project before opening a phase.")
+    if labels_per_image is not None:
+        if labels_per_image < 1:
+            raise ValidationError("Labels per image must be at least 1.")
+        phase.labels_per_image = labels_per_image
+    phase.selection_seed = phase.selection_seed if phase.selection_seed is not None else new_seed()
+    rng = np.random.default_rng(phase.selection_seed + 7)
+    per_labeler = _distribute(phase, labelers, rng)
+    repeats = set(phase.phase_images.filter(is_repeat=True).values_list("image_id", flat=True))
+    subjects = dict(phase.project.images.values_list("id", "subject_id"))
+    for membership in labelers:
+        seed = new_seed()
+        PhaseParticipant.objects.create(phase=phase, labeler=membership, shuffle_seed=seed)
+        order = spread_order(per_labeler[membership.id], subjects, np.random.default_rng(seed))
+        Assignment.objects.bulk_create(
+            Assignment(phase=phase, labeler=membership, image_id=image_id, position=pos, is_repeat=image_id in repeats)
+            for pos, image_id in enumerate(order, start=1)
+        )
+    phase.status = Phase.Status.OPEN
+    phase.opened_at = timezone.now()
+    phase.save()
+    return phase
+
+
+@transaction.atomic
+def phase_close(*, phase: Phase) -> Phase:
+    phase = Phase.objects.select_for_update().get(pk=phase.pk)
+    if phase.status != Phase.Status.OPEN:
+        raise ValidationError(f"{phase.get_kind_display()} is not open.")
+    phase.status = Phase.Status.CLOSED
+    phase.closed_at = timezone.now()
+    phase.save()
+    return phase
+
+
+@transaction.atomic
+def phase_set_labels_per_image(*, phase: Phase, labels_per_image: int) -> int:
+    """Raise (or set, before opening) the labels wanted per image; returns assignments added.
+
+    On an open phase, new assignments go to the participants with the lightest
+    load who do not have the image yet, at the end of their queues (shuffled).
+    """
+    phase = Phase.objects.select_for_update().get(pk=phase.pk)
+    if labels_per_image < 1:
+        raise ValidationError("Labels per image must be at least 1.")
+    if phase.status == Phase.Status.DRAFT:
+        phase.labels_per_image = labels_per_image
+        phase.save()
+        return 0
+    if phase.status == Phase.Status.CLOSED:
+        raise ValidationError("The phase is closed.")
+    if labels_per_image < phase.labels_per_image:
+        raise ValidationError("Labels per image can be raised, not lowered, once a phase is open.")
+    phase.labels_per_image = labels_per_image
+    phase.save()
+    participants = list(phase.participants.select_related("labeler").order_by("id"))
+    have = defaultdict(set)
+    for labeler_id, image_id in phase.assignments.filter(kind=Assignment.Kind.LABEL).values_list("labeler_id", "image_id"):
+        have[image_id].add(labeler_id)
+    load = dict(
+        phase.assignments.values("labeler_id").annotate(n=Count("id")).values_list("labeler_id", "n")
+    )
+    rng = np.random.default_rng(phase.selection_seed + labels_per_image)
+    added: dict[int, list[int]] = defaultdict(list)
+    for pi in phase.phase_images.order_by("id"):
+        missing = labels_per_image - len(have[pi.image_id])
+        if missing <= 0:
+            continue
+        candidates = [p.labeler_id for p in participants if p.labeler_id not in have[pi.image_id]]
+        candidates.sort(key=lambda i: (load.get(i, 0), rng.random()))
+        for labeler_id in candidates[:missing]:
+            added[labeler_id].append(pi.image_id)
+            load[labeler_id] = load.get(labeler_id, 0) + 1
+    repeats = set(phase.phase_images.filter(is_repeat=True).values_list("image_id", flat=True))
+    subjects = dict(phase.project.images.values_list("id", "subject_id"))
+    n_added = 0
+    for labeler_id, image_ids in added.items():
+        start = (phase.assignments.filter(labeler_id=labeler_id).aggregate(m=Max("position"))["m"] or 0) + 1
+        order = spread_order(image_ids, subjects, rng)
+        Assignment.objects.bulk_create(
+            Assignment(phase=phase, labeler_id=labeler_id, image_id=i, position=start + k, is_repeat=i in repeats)
+            for k, i in enumerate(order)
+        )
+        n_added += len(order)
+    return n_added
+
+
+def phase_progress(phase: Phase) -> dict:
+    """Done / assigned and time spent, per labeler and for the phase."""
+    rows = (
+        phase.assignments.values("labeler_id", "labeler__pseudonym")
+        .annotate(
+            assigned=Count("id"),
+            done=Count("id", filter=Q(done_at__isnull=False)),
+        )
+        .order_by("labeler__pseudonym")
+    )
+    time_spent = dict(
+        Label.objects.filter(phase=phase).values("labeler_id").annotate(t=Sum("time_spent_ms")).values_list("labeler_id", "t")
+    )
+    labelers = [
+        {
+            "labeler_id": r["labeler_id"],
+            "pseudonym": r["labeler__pseudonym"],
+            "assigned": r["assigned"],
+            "done": r["done"],
+            "time_spent_s": round((time_spent.get(r["labeler_id"]) or 0) / 1000, 1),
+        }
+        for r in rows
+    ]
+    assigned = sum(r["assigned"] for r in labelers)
+    done = sum(r["done"] for r in labelers)
+    return {
+        "phase_id": phase.id,
+        "kind": phase.kind,
+        "status": phase.status,
+        "n_images": phase.phase_images.count(),
+        "labels_per_image": phase.labels_per_image,
+        "assigned": assigned,
+        "done": done,
+        "fraction_done": (done / assigned) if assigned else None,
+        "labelers": labelers,
+    }

@@ -1,0 +1,162 @@
+"""Projects, memberships and labelers."""
+
+import re
+
+import nh3
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+
+from ..models import Membership, Phase, Project, Scale
+from .scales import scales_ensure_builtin
+
+DEFAULT_SKIP_REASONS = ["no skin visible", "image unusable", "other"]
+
+# Tags a lead may use in the labeling instructions (rich text); everything else is stripped.
+ALLOWED_TAGS = {
+    "p", "br", "strong", "em", "b", "i", "u", "ul", "ol", "li", "h2", "h3", "h4",
+    "blockquote", "code", "pre", "a", "hr", "table", "thead", "tbody", "tr", "th", "td",
+}  # fmt: skip
+
+
+def sanitize_instructions(html: str) -> str:
+    """Clean user-supplied instruction HTML: no scripts, styles, event handlers or remote images."""
+    return nh3.clean(
+        html or "",
+        tags=ALLOWED_TAGS,
+        attributes={"a": {"href", "title"}},
+        url_schemes={"http", "https", "mailto"},
+        link_rel="noopener noreferrer nofollow",
+    )
+
+
+def default_scale() -> Scale:
+    scales_ensure_builtin()
+    return Scale.objects.get(kind=Scale.Kind.MONK, is_builtin=True)
+
+
+def _clean_skip_reasons(reasons) -> list[str]:
+    if reasons is None:
+        return list(DEFAULT_SKIP_REASONS)
+    if not isinstance(reasons, list | tuple):
+        raise ValidationError({"skip_reasons": "Give a list of reasons."})
+    cleaned = []
+    for reason in reasons:
+        text = str(reason).strip()
+        if not text or len(text) > 200:
+            raise ValidationError({"skip_reasons": "Each reason needs 1 to 200 characters."})
+        if text not in cleaned:
+            cleaned.append(text)
+    return cleaned
+
+
+@transaction.atomic
+def project_create(
+    *,
+    name: str,
+    created_by,
+    scale: Scale | None = None,
+    description: str = "",
+    labels_per_image: int = 4,
+    allow_adjacent_pairs: bool = True,
+    offer_uncertain: bool = True,
+    skip_reasons: list[str] | None = None,
+    instructions: str = "",
+    tone_order: list[int] | None = None,
+    is_demo: bool = False,
+) -> Project:
+    """Create a project, make its creator the lead, and lay out its four phases."""
+    scale = scale or default_scale()
+    positions = list(scale.tones.values_list("position", flat=True).order_by("position"))
+    if tone_order:
+        if sorted(tone_order) != positions:
+            raise ValidationError({"tone_order": "The order must list every tone of the scale once."})
+    else:
+        tone_order = positions
+    project = Project(
+        name=name.strip(),
+        description=description,
+        scale=scale,
+        labels_per_image=labels_per_image,
+        allow_adjacent_pairs=allow_adjacent_pairs,
+        offer_uncertain=offer_uncertain,
+        skip_reasons=_clean_skip_reasons(skip_reasons),
+        instructions=sanitize_instructions(instructions),
+        tone_order=tone_order,
+        is_demo=is_demo,
+        created_by=created_by,
+    )
+    project.full_clean()
+    project.save()
+    for kind in Phase.ORDER:
+        Phase.objects.create(project=project, kind=kind, labels_per_image=labels_per_image)
+    if created_by is not None:
+        Membership.objects.create(
+            project=project, user=created_by, role=Membership.Role.LEAD, pseudonym="LEAD"
+        )
+    return project
+
+
+def project_update(*, project: Project, **fields) -> Project:
+    if "instructions" in fields:
+        fields["instructions"] = sanitize_instructions(fields["instructions"])
+    if "skip_reasons" in fields:
+        fields["skip_reasons"] = _clean_skip_reasons(fields["skip_reasons"])
+    if "scale" in fields and fields["scale"] != project.scale and project.labels.exists():
+        raise ValidationError({"scale": "The scale cannot change once labels exist."})
+    for key, value in fields.items():
+        setattr(project, key, value)
+    project.full_clean()
+    project.save()
+    return project
+
+
+def next_pseudonym(project: Project, prefix: str = "L") -> str:
+    taken = set(project.memberships.values_list("pseudonym", flat=True))
+    numbers = [int(m.group(1)) for p in taken if (m := re.fullmatch(rf"{prefix}(\d+)", p))]
+    n = max(numbers, default=0) + 1
+    while f"{prefix}{n:02d}" in taken:
+        n += 1
+    return f"{prefix}{n:02d}"
+
+
+PROFILE_FIELDS = ("expertise", "region_of_upbringing", "gender")
+
+
+def membership_add(
+    *, project: Project, user, role: str = Membership.Role.LABELER, pseudonym: str = "", **profile
+) -> Membership:
+    """Give ``user`` a role in ``project`` with a pseudonymous id (generated when not given)."""
+    if role not in Membership.Role.values:
+        raise ValidationError({"role": f"Unknown role {role!r}."})
+    unknown = set(profile) - set(PROFILE_FIELDS)
+    if unknown:
+        raise ValidationError({"profile": f"Unknown fields: {', '.join(sorted(unknown))}."})
+    pseudonym = (pseudonym or "").strip() or next_pseudonym(project, "R" if role == "reviewer" else "L")
+    membership = Membership(project=project, user=user, role=role, pseudonym=pseudonym, **profile)
+    membership.full_clean(validate_unique=False)
+    try:
+        with transaction.atomic():
+            membership.save()
+    except IntegrityError as exc:
+        if project.memberships.filter(user=user).exists():
+            raise ValidationError({"user": "This person is already a member of the project."}) from exc
+        raise ValidationError({"pseudonym": f"The id {pseudonym!r} is taken in this project."}) from exc
+    return membership
+
+
+@transaction.atomic
+def labeler_create(
+    *, project: Project, username: str, password: str, role: str = Membership.Role.LABELER, **kwargs
+) -> Membership:
+    """Create a sign-in for a new person and add them to the project."""
+    User = get_user_model()
+    username = username.strip()
+    if not re.fullmatch(r"[\w.@+-]{1,150}", username):
+        raise ValidationError({"username": "Use 1-150 letters, digits and @ . + - _ only."})
+    if User.objects.filter(username=username).exists():
+        raise ValidationError({"username": f"The username {username!r} is taken."})
+    if len(password or "") < 8:
+        raise ValidationError({"password": "Use at least 8 characters."})
+    user = User.objects.create_user(username=username, password=password)
+    return membership_add(project=project, user=user, role=role, **kwargs)

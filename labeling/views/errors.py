@@ -1,0 +1,20 @@
+"""Error pages: JSON for API requests, a plain page otherwise."""
+
+from django.http import JsonResponse
+from django.shortcuts import render
+
+
+def _wants_json(request) -> bool:
+    return request.path.startswith("/api/") or "application/json" in request.headers.get("Accept", "")
+
+
+def not_found(request, exception=None):
+    if _wants_json(request):
+        return JsonResponse({"detail": "Not found."}, status=404)
+    return render(request, "errors/404.html", status=404)
+
+
+def server_error(request):
+    if _wants_json(request):
+        return JsonResponse({"detail": "Server error. It has been logged."}, status=500)
+    return render(request, "errors/500.html", status=500)

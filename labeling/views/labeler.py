@@ -1,0 +1,91 @@
+"""The labeler's pages: the labeling screen and the reflection form."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
+
+from ..models import Membership, Phase
+from ..services.labels import BIAS_FACTORS, reflection_submit
+from ..selectors import membership_for
+
+
+def _labeler_phase(request, pk: int) -> tuple[Phase, Membership]:
+    phase = get_object_or_404(Phase.objects.select_related("project__scale"), pk=pk)
+    m = membership_for(request.user, phase.project)
+    if m is None or m.role != Membership.Role.LABELER or not phase.assignments.filter(labeler=m).exists():
+        raise Http404
+    return phase, m
+
+
+@login_required
+def label_page(request, pk: int):
+    phase, m = _labeler_phase(request, pk)
+    project = phase.project
+    tones = [
+        {"position": t.position, "code": t.code, "name": t.name, "hex": t.hex_colour}
+        for t in project.ordered_tones()
+    ]
+    config = {
+        "phaseId": phase.id,
+        "phaseKind": phase.kind,
+        "phaseStatus": phase.status,
+        "isCalibration": phase.is_calibration,
+        "tones": tones,
+        "toneOrder": [t["position"] for t in tones],
+        "allowPairs": project.allow_adjacent_pairs,
+        "offerUncertain": project.offer_uncertain,
+        "skipReasons": project.skip_reasons,
+        "api": {
+            "next": f"/api/phases/{phase.id}/next/",
+            "labels": f"/api/phases/{phase.id}/labels/",
+        },
+        "reflectionUrl": f"/phases/{phase.id}/reflection/",
+        "homeUrl": "/",
+    }
+    return render(
+        request,
+        "labeling/label.html",
+        {"phase": phase, "project": project, "membership": m, "config": config},
+    )
+
+
+@login_required
+def reflection_page(request, pk: int):
+    phase, m = _labeler_phase(request, pk)
+    if not phase.is_calibration:
+        raise Http404
+    existing = phase.reflections.filter(labeler=m).first()
+    errors = {}
+    if request.method == "POST":
+        data = {
+            "minutes_taken": request.POST.get("minutes_taken") or None,
+            "unclear_instructions": request.POST.get("unclear_instructions", ""),
+            "biases_noticed": request.POST.getlist("biases_noticed"),
+            "biases_other": request.POST.get("biases_other", ""),
+            "mindfulness_plan": request.POST.get("mindfulness_plan", ""),
+        }
+        try:
+            reflection_submit(phase=phase, labeler=m, **data)
+        except ValidationError as exc:
+            errors = exc.message_dict if hasattr(exc, "error_dict") else {"__all__": exc.messages}
+        else:
+            messages.success(request, "Thank you: your reflection is saved. The lead reads it with the others'.")
+            return redirect("home")
+    done = phase.assignments.filter(labeler=m, done_at__isnull=False).count()
+    total = phase.assignments.filter(labeler=m).count()
+    return render(
+        request,
+        "labeling/reflection.html",
+        {
+            "phase": phase,
+            "project": phase.project,
+            "reflection": existing,
+            "bias_factors": BIAS_FACTORS,
+            "errors": errors,
+            "post": request.POST if request.method == "POST" else None,
+            "done": done,
+            "total": total,
+        },
+    )

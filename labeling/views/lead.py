@@ -1,0 +1,285 @@
+"""Pages for project leads (and the home page for everyone)."""
+
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.paginator import Paginator
+from django.db.models import Count, Q
+from django.http import Http404, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from .. import selectors
+from ..forms import CalibrationForm, MemberForm, ProjectForm
+from ..models import Image, Membership, Phase, Project
+from ..services import phases as phase_services
+from ..services import projects as project_services
+from ..services.scales import scale_create_custom
+
+
+def _error_text(exc: ValidationError) -> str:
+    if hasattr(exc, "error_dict"):
+        return "; ".join(f"{k}: {' '.join(m for e in v for m in e.messages)}" for k, v in exc.error_dict.items())
+    return " ".join(exc.messages)
+
+
+def _project(request, pk: int, *roles: str) -> tuple[Project, Membership | None]:
+    project = get_object_or_404(Project.objects.select_related("scale"), pk=pk)
+    try:
+        m = selectors.require_role(request.user, project, *roles)
+    except PermissionDenied:
+        raise Http404 from None
+    return project, m
+
+
+LEAD = Membership.Role.LEAD
+REVIEWER = Membership.Role.REVIEWER
+
+
+@login_required
+def home(request):
+    memberships = (
+        Membership.objects.filter(user=request.user, is_active=True)
+        .select_related("project", "project__scale")
+        .order_by("-project__created_at")
+    )
+    led = [m.project for m in memberships if m.role in (LEAD, REVIEWER)]
+    if request.user.is_superuser:
+        led = list(Project.objects.select_related("scale"))
+    my_phases = []
+    for phase in selectors.labeler_phases(request.user).order_by("project_id", "id"):
+        m = next((x for x in memberships if x.project_id == phase.project_id), None)
+        if m is None:
+            continue
+        counts = phase.assignments.filter(labeler=m).aggregate(
+            total=Count("id"), done=Count("id", filter=Q(done_at__isnull=False))
+        )
+        reflected = phase.reflections.filter(labeler=m).exists()
+        my_phases.append({"phase": phase, "membership": m, **counts, "reflected": reflected})
+    return render(request, "labeling/home.html", {"projects": led, "my_phases": my_phases})
+
+
+@login_required
+def project_create_view(request):
+    form = ProjectForm(request.POST or None, user=request.user)
+    if request.method == "POST" and form.is_valid():
+        d = form.cleaned_data
+        try:
+            scale = d["scale"] or scale_create_custom(
+                name=f"{d['name']} scale", tones=d["tones"], created_by=request.user
+            )
+            project = project_services.project_create(
+                name=d["name"], description=d["description"], scale=scale, created_by=request.user,
+                labels_per_image=d["labels_per_image"], allow_adjacent_pairs=d["allow_adjacent_pairs"],
+                offer_uncertain=d["offer_uncertain"], skip_reasons=d["skip_reasons"],
+                instructions=d["instructions"],
+            )  # fmt: skip
+        except ValidationError as exc:
+            form.add_error(None, _error_text(exc))
+        else:
+            messages.success(request, "Project created. Next: import images and add labelers.")
+            return redirect(project)
+    return render(request, "labeling/project_form.html", {"form": form})
+
+
+@login_required
+def project_detail(request, pk: int):
+    project, m = _project(request, pk, LEAD, REVIEWER)
+    phases = list(project.phases.order_by("id"))
+    progress = {p.id: phase_services.phase_progress(p) for p in phases}
+    context = {
+        "project": project,
+        "membership": m,
+        "is_lead": selectors.is_lead(request.user, project),
+        "phases": [(p, progress[p.id]) for p in phases],
+        "n_images": project.images.count(),
+        "n_subjects": project.subjects.count(),
+        "labelers": project.memberships.filter(role=Membership.Role.LABELER).select_related("user"),
+        "imports": project.imports.all()[:5],
+        "tones": project.ordered_tones(),
+    }
+    return render(request, "labeling/project_detail.html", context)
+
+
+@login_required
+def project_settings(request, pk: int):
+    project, _ = _project(request, pk, LEAD)
+    initial = {
+        "name": project.name, "description": project.description, "scale": project.scale,
+        "labels_per_image": project.labels_per_image, "allow_adjacent_pairs": project.allow_adjacent_pairs,
+        "offer_uncertain": project.offer_uncertain, "skip_reasons": "\n".join(project.skip_reasons),
+        "instructions": project.instructions,
+    }  # fmt: skip
+    form = ProjectForm(request.POST or None, initial=initial, user=request.user)
+    if request.method == "POST" and form.is_valid():
+        d = form.cleaned_data
+        try:
+            project_services.project_update(
+                project=project, name=d["name"], description=d["description"], scale=d["scale"] or project.scale,
+                labels_per_image=d["labels_per_image"], allow_adjacent_pairs=d["allow_adjacent_pairs"],
+                offer_uncertain=d["offer_uncertain"], skip_reasons=d["skip_reasons"], instructions=d["instructions"],
+            )  # fmt: skip
+        except ValidationError as exc:
+            form.add_error(None, _error_text(exc))
+        else:
+            messages.success(request, "Settings saved.")
+            return redirect(project)
+    return render(request, "labeling/project_form.html", {"form": form, "project": project})
+
+
+@login_required
+def project_images(request, pk: int):
+    project, _ = _project(request, pk, LEAD, REVIEWER)
+    qs = project.images.select_related("subject").order_by("id")
+    filters = {}
+    key = request.GET.get("key", "").strip()
+    value = request.GET.get("value", "").strip()
+    if key and value and key.replace("_", "").isalnum():
+        filters[key] = value
+    qs = selectors.image_filter_by_attributes(qs, filters)
+    attribute_keys = sorted(
+        {k for attrs in project.subjects.values_list("attributes", flat=True)[:2000] for k in (attrs or {})}
+        | {k for attrs in project.images.values_list("attributes", flat=True)[:2000] for k in (attrs or {})}
+    )
+    page = Paginator(qs, 60).get_page(request.GET.get("page"))
+    return render(
+        request,
+        "labeling/project_images.html",
+        {"project": project, "page": page, "attribute_keys": attribute_keys, "key": key, "value": value},
+    )
+
+
+@login_required
+def image_detail(request, pk: int):
+    image = get_object_or_404(Image.objects.select_related("project", "subject"), pk=pk)
+    project, _ = _project(request, image.project_id, LEAD, REVIEWER)
+    labels = image.labels.select_related("labeler", "phase").order_by("phase_id", "labeler__pseudonym")
+    return render(
+        request,
+        "labeling/image_detail.html",
+        {"project": project, "image": image, "labels": labels, "is_lead": selectors.is_lead(request.user, project)},
+    )
+
+
+@login_required
+def project_import(request, pk: int):
+    project, _ = _project(request, pk, LEAD)
+    return render(request, "labeling/project_import.html", {"project": project, "imports": project.imports.all()[:20]})
+
+
+@login_required
+def import_report(request, pk: int, batch_id: int):
+    project, _ = _project(request, pk, LEAD)
+    batch = get_object_or_404(project.imports, pk=batch_id)
+    items = batch.items.all()
+    outcome = request.GET.get("outcome")
+    if outcome:
+        items = items.filter(outcome=outcome)
+    page = Paginator(items, 200).get_page(request.GET.get("page"))
+    return render(request, "labeling/import_report.html", {"project": project, "batch": batch, "page": page})
+
+
+@login_required
+def project_members(request, pk: int):
+    project, _ = _project(request, pk, LEAD)
+    form = MemberForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        d = form.cleaned_data
+        profile = {k: d[k] for k in ("expertise", "region_of_upbringing", "gender")}
+        try:
+            user = get_user_model().objects.filter(username=d["username"]).first()
+            if user is None:
+                project_services.labeler_create(
+                    project=project, username=d["username"], password=d["password"], role=d["role"],
+                    pseudonym=d["pseudonym"], **profile,
+                )  # fmt: skip
+            else:
+                project_services.membership_add(
+                    project=project, user=user, role=d["role"], pseudonym=d["pseudonym"], **profile
+                )
+        except ValidationError as exc:
+            form.add_error(None, _error_text(exc))
+        else:
+            messages.success(request, f"{d['username']} added.")
+            return redirect("project-members", pk=project.pk)
+    members = project.memberships.select_related("user").order_by("role", "pseudonym")
+    return render(request, "labeling/project_members.html", {"project": project, "form": form, "members": members})
+
+
+@login_required
+def project_calibration(request, pk: int):
+    project, _ = _project(request, pk, LEAD)
+    form = CalibrationForm(request.POST or None, initial={"size": min(59, project.images.count()) or 59})
+    if request.method == "POST" and form.is_valid():
+        d = {k: v for k, v in form.cleaned_data.items() if v not in (None, "")}
+        try:
+            phase_services.calibration_configure(project=project, **d)
+        except ValidationError as exc:
+            form.add_error(None, _error_text(exc))
+        else:
+            messages.success(request, "Calibration set chosen and recorded.")
+            return redirect(project)
+    return render(request, "labeling/project_calibration.html", {"project": project, "form": form})
+
+
+@login_required
+def phase_detail(request, pk: int):
+    phase = get_object_or_404(Phase.objects.select_related("project"), pk=pk)
+    project, _ = _project(request, phase.project_id, LEAD)
+    if request.method == "POST":
+        action = request.POST.get("action")
+        try:
+            if action == "open":
+                ids = [int(i) for i in request.POST.getlist("labeler_ids")] or None
+                lpi = request.POST.get("labels_per_image")
+                phase_services.phase_open(phase=phase, labeler_ids=ids, labels_per_image=int(lpi) if lpi else None)
+                messages.success(request, f"{phase.get_kind_display()} is open.")
+            elif action == "close":
+                phase_services.phase_close(phase=phase)
+                messages.success(request, f"{phase.get_kind_display()} is closed.")
+            elif action == "labels_per_image":
+                added = phase_services.phase_set_labels_per_image(
+                    phase=phase, labels_per_image=int(request.POST.get("labels_per_image", "0"))
+                )
+                messages.success(request, f"Labels per image updated ({added} assignments added).")
+            else:
+                messages.error(request, "Unknown action.")
+        except (ValidationError, ValueError) as exc:
+            messages.error(request, _error_text(exc) if isinstance(exc, ValidationError) else "Give a whole number.")
+        return redirect("phase-detail", pk=phase.pk)
+    if request.headers.get("Accept") == "application/json":
+        return JsonResponse(phase_services.phase_progress(phase))
+    reflections = phase.reflections.select_related("labeler").order_by("labeler__pseudonym")
+    from ..services.labels import BIAS_FACTORS
+
+    return render(
+        request,
+        "labeling/phase_detail.html",
+        {
+            "project": project,
+            "phase": phase,
+            "progress": phase_services.phase_progress(phase),
+            "labelers": project.memberships.filter(role=Membership.Role.LABELER, is_active=True),
+            "reflections": reflections,
+            "bias_factors": BIAS_FACTORS,
+        },
+    )
+
+
+@login_required
+def phase_review(request, pk: int):
+    from ..services.review import review_candidates
+
+    phase = get_object_or_404(Phase.objects.select_related("project"), pk=pk)
+    project, _ = _project(request, phase.project_id, LEAD)
+    report = review_candidates(phase)
+    labelers = project.memberships.filter(role=Membership.Role.LABELER, is_active=True)
+    return render(
+        request,
+        "labeling/phase_review.html",
+        {"project": project, "phase": phase, "report": report, "labelers": labelers,
+         "tones": project.ordered_tones(), "skip_reasons": project.skip_reasons},
+    )  # fmt: skip
+
+

@@ -1,0 +1,23 @@
+import pytest
+
+from tests.factories import MembershipFactory, ProjectFactory, UserFactory
+
+
+@pytest.fixture
+def lead(db):
+    return UserFactory(username="lead")
+
+
+@pytest.fixture
+def project(db, lead):
+    project = ProjectFactory(created_by=lead)
+    MembershipFactory(project=project, user=lead, role="lead", pseudonym="LEAD")
+    return project
+
+
+@pytest.fixture
+def labelers(project):
+    return [
+        MembershipFactory(project=project, user=UserFactory(username=f"labeler{i}"), pseudonym=f"L{i}")
+        for i in range(1, 5)
+    ]

@@ -1,0 +1,63 @@
+"""factory_boy factories for the labeling models."""
+
+import io
+
+import factory
+from django.contrib.auth import get_user_model
+from django.core.files.base import ContentFile
+from PIL import Image as PILImage
+
+from labeling.models import Membership, Project, Scale
+from labeling.services.images import image_create_from_bytes
+
+
+class UserFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = get_user_model()
+        django_get_or_create = ("username",)
+
+    username = factory.Sequence(lambda n: f"user{n}")
+    password = factory.PostGenerationMethodCall("set_password", "pw-test-123")
+
+
+def monk_scale() -> Scale:
+    return Scale.objects.get(kind=Scale.Kind.MONK, is_builtin=True)
+
+
+class ProjectFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Project
+
+    name = factory.Sequence(lambda n: f"Project {n}")
+    scale = factory.LazyFunction(monk_scale)
+    labels_per_image = 3
+    skip_reasons = ["no skin visible", "image unusable", "other"]
+
+
+class MembershipFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Membership
+
+    project = factory.SubFactory(ProjectFactory)
+    user = factory.SubFactory(UserFactory)
+    role = Membership.Role.LABELER
+    pseudonym = factory.Sequence(lambda n: f"L{n:03d}")
+
+
+def png_bytes(colour=(160, 126, 86), size=(64, 48), mode="RGB", fmt="PNG", **save_kwargs) -> bytes:
+    buf = io.BytesIO()
+    img = PILImage.new("RGB", size, colour)
+    if mode != "RGB":
+        img = img.convert(mode)
+    img.save(buf, format=fmt, **save_kwargs)
+    return buf.getvalue()
+
+
+def make_image(project, *, colour=(160, 126, 86), name=None, **kwargs):
+    """Create an image in ``project`` through the real ingestion service."""
+    data = png_bytes(colour=colour, size=kwargs.pop("size", (64, 48)))
+    name = name or f"img-{colour[0]}-{colour[1]}-{colour[2]}.png"
+    return image_create_from_bytes(project=project, filename=name, data=data, **kwargs)
+
+
+__all__ = ["ContentFile"]
