@@ -5,6 +5,7 @@ from .views import labeler, lead, media
 
 urlpatterns = [
     path("", lead.home, name="home"),
+    path("healthz", media.healthz, name="healthz"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("projects/new/", lead.project_create_view, name="project-create"),

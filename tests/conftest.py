@@ -10,9 +10,7 @@ def lead(db):
 
 @pytest.fixture
 def project(db, lead):
-    project = ProjectFactory(created_by=lead)
-    MembershipFactory(project=project, user=lead, role="lead", pseudonym="LEAD")
-    return project
+    return ProjectFactory(created_by=lead)  # the creator becomes its lead
 
 
 @pytest.fixture

@@ -17,10 +17,13 @@ class UserFactory(factory.django.DjangoModelFactory):
         django_get_or_create = ("username",)
 
     username = factory.Sequence(lambda n: f"user{n}")
-    password = factory.PostGenerationMethodCall("set_password", "pw-test-123")
+    password = factory.django.Password("pw-test-123")
 
 
 def monk_scale() -> Scale:
+    from labeling.services.scales import scales_ensure_builtin
+
+    scales_ensure_builtin()  # transactional tests flush the rows the data migration made
     return Scale.objects.get(kind=Scale.Kind.MONK, is_builtin=True)
 
 
@@ -32,6 +35,14 @@ class ProjectFactory(factory.django.DjangoModelFactory):
     scale = factory.LazyFunction(monk_scale)
     labels_per_image = 3
     skip_reasons = ["no skin visible", "image unusable", "other"]
+
+    @classmethod
+    def _create(cls, model_class, *args, **kwargs):
+        """Go through the real service, which also lays out the four phases."""
+        from labeling.services.projects import project_create
+
+        kwargs.setdefault("created_by", None)
+        return project_create(**kwargs)
 
 
 class MembershipFactory(factory.django.DjangoModelFactory):

@@ -136,7 +136,7 @@ def demo_project_create(*, n_subjects: int = 20, simulate_labels: bool = True) -
             try:
                 image = image_create_from_bytes(
                     project=project, filename=f"S{s + 1:03d}_{shot + 1}.jpg", data=data, subject=subject,
-                    attributes={"exposure_stops": exposure, "white_balance": list(wb), "pose": ["front", "side"][shot]},
+                    attributes={"exposure_stops": exposure, "white_balance": ",".join(f"{x:g}" for x in wb), "pose": ["front", "side"][shot]},
                     is_synthetic=True,
                 )  # fmt: skip
             except DuplicateImage:
@@ -149,7 +149,7 @@ def demo_project_create(*, n_subjects: int = 20, simulate_labels: bool = True) -
     true_tone[image.id] = 3
     calibration_configure(project=project, size=min(16, len(true_tone)), calibration_1_size=8, n_repeated=4, seed=59)
     cal1 = phase_get(project, "calibration_1")
-    phase_open(phase=cal1)
+    cal1 = phase_open(phase=cal1)
     if simulate_labels:
         # Labelers 2-4 have already labelled calibration 1 (simulated, with per-labeler bias and noise);
         # labeler1 has not, so the demo can be tried from the labeler's side.

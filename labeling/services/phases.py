@@ -142,15 +142,30 @@ def spread_order(image_ids: list[int], subjects: dict[int, object], rng: np.rand
 
 
 def _distribute(phase: Phase, labelers: list[Membership], rng: np.random.Generator) -> dict[int, list[int]]:
-    """Pick which labelers label each image: ``labels_per_image`` each, balanced loads."""
+    """Pick which labelers label each image: ``labels_per_image`` each, balanced loads.
+
+    A repeated calibration image goes first to the labelers who labelled it in
+    calibration 1, so that each of them has a test-retest pair.
+    """
     rows = list(phase.phase_images.values_list("image_id", "is_repeat"))
     per_labeler: dict[int, list[int]] = {m.id: [] for m in labelers}
     k = min(phase.labels_per_image, len(labelers))
     load = {m.id: 0 for m in labelers}
     ids = [m.id for m in labelers]
-    for image_id, _ in rows:
-        order = sorted(ids, key=lambda i: (load[i], rng.random()))
-        for labeler_id in order[:k]:
+    earlier: dict[int, set[int]] = defaultdict(set)
+    if phase.kind == Phase.Kind.CALIBRATION_2:
+        for image_id, labeler_id in Label.objects.filter(
+            phase__project=phase.project, phase__kind=Phase.Kind.CALIBRATION_1
+        ).values_list("image_id", "labeler_id"):
+            earlier[image_id].add(labeler_id)
+    for image_id, is_repeat in rows:
+        first = earlier[image_id] if is_repeat else set()
+        order = sorted(ids, key=lambda i: (i not in first, load[i], rng.random()))
+        if is_repeat:
+            k_image = max(k, sum(1 for i in ids if i in first))
+        else:
+            k_image = k
+        for labeler_id in order[:k_image]:
             per_labeler[labeler_id].append(image_id)
             load[labeler_id] += 1
     return per_labeler

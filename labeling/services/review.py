@@ -55,7 +55,7 @@ def review_candidates(phase: Phase, *, outlier_distance: float = OUTLIER_DISTANC
                     "labels": [
                         {
                             "label_id": lab.pk,
-                            "phase": lab.phase.kind,
+                            "phase": lab.phase.get_kind_display(),
                             "labeler": lab.labeler.pseudonym,
                             "labeler_id": lab.labeler_id,
                             "selection": lab.selection_text,

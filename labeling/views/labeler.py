@@ -7,8 +7,8 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 
 from ..models import Membership, Phase
-from ..services.labels import BIAS_FACTORS, reflection_submit
 from ..selectors import membership_for
+from ..services.labels import BIAS_FACTORS, reflection_submit
 
 
 def _labeler_phase(request, pk: int) -> tuple[Phase, Membership]:

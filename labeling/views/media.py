@@ -27,7 +27,7 @@ def image_file(request, pk: int, kind: str):
     is_labeler = not request.user.is_superuser and (m is None or m.role == Membership.Role.LABELER)
     if is_labeler and kind != "display":
         raise Http404  # labelers see the display image only (no mask: it can hint at the baseline)
-    if kind in ("display", "thumbnail") and image.derivative_status != Image.DerivativeStatus.READY:
+    if kind in ("display", "thumbnail") and image.derivative_status == Image.DerivativeStatus.PENDING:
         from ..services.images import image_make_derivatives
 
         image_make_derivatives(image=image)
@@ -46,3 +46,10 @@ def image_file(request, pk: int, kind: str):
     if kind == "original":
         response["Content-Disposition"] = "attachment"
     return response
+
+
+def healthz(request):
+    """A trivial view: liveness check, and the reference the latency benchmark compares against."""
+    from django.http import JsonResponse
+
+    return JsonResponse({"status": "ok"})

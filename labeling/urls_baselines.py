@@ -1,0 +1,3 @@
+"""URLs of the baselines pages and API (included from config/urls.py)."""
+
+urlpatterns: list = []

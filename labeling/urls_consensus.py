@@ -1,0 +1,3 @@
+"""URLs of the consensus pages and API (included from config/urls.py)."""
+
+urlpatterns: list = []

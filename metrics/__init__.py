@@ -1,0 +1,1 @@
+"""Pure-Python metrics (agreement, colorimetry, fairness); never imports Django."""
