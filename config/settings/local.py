@@ -4,3 +4,8 @@ from .base import *  # noqa: F403
 from .base import env_bool
 
 DEBUG = env_bool("DJANGO_DEBUG", True)
+
+# Serve static files straight from the app folders in development (no collectstatic needed).
+# https://whitenoise.readthedocs.io/en/stable/django.html#WHITENOISE_USE_FINDERS
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG

@@ -10,3 +10,7 @@ DEBUG = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 MEDIA_ROOT = os.environ.get("FAIRTONE_MEDIA_ROOT") or tempfile.mkdtemp(prefix="fairtone-test-media-")
 FAIRTONE["IMPORT_ROOTS"] = [str(MEDIA_ROOT)]
+STATIC_ROOT = tempfile.mkdtemp(prefix="fairtone-test-static-")
+# https://whitenoise.readthedocs.io/en/stable/django.html#WHITENOISE_USE_FINDERS
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = True

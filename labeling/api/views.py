@@ -342,7 +342,10 @@ class PhaseViewSet(viewsets.GenericViewSet, mixins.RetrieveModelMixin):
                 "next": s.AssignmentSerializer(queue[0]).data if queue else None,
                 "preload": s.AssignmentSerializer(queue[1]).data if len(queue) > 1 else None,
             },
-            status=status.HTTP_201_CREATED if revision.number == 1 else status.HTTP_200_OK,
+            # 201: a new label; 200: a changed answer, or a replay of a submit already stored.
+            status=status.HTTP_201_CREATED
+            if revision.number == 1 and not getattr(revision, "replayed", False)
+            else status.HTTP_200_OK,
         )
 
     @extend_schema(request=s.ReflectionSerializer, responses=s.ReflectionSerializer)

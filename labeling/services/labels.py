@@ -159,6 +159,7 @@ def label_submit(
     user = labeler.user
     existing = _existing_revision(client_id, user)
     if existing is not None:
+        existing.replayed = True
         return existing
     if phase.status != Phase.Status.OPEN:
         raise ValidationError({"phase": f"{phase.get_kind_display()} is {phase.get_status_display().lower()}: labels cannot be submitted."})
@@ -212,6 +213,7 @@ def label_submit(
         existing = _existing_revision(client_id, user)
         if existing is None:
             raise
+        existing.replayed = True
         return existing
     return revision
 

@@ -134,7 +134,7 @@ def membership_add(
         raise ValidationError({"profile": f"Unknown fields: {', '.join(sorted(unknown))}."})
     pseudonym = (pseudonym or "").strip() or next_pseudonym(project, "R" if role == "reviewer" else "L")
     membership = Membership(project=project, user=user, role=role, pseudonym=pseudonym, **profile)
-    membership.full_clean(validate_unique=False)
+    membership.full_clean(validate_unique=False, validate_constraints=False)
     try:
         with transaction.atomic():
             membership.save()

@@ -4,7 +4,6 @@ Derivatives are made once (in a job) and served as stored files: nothing is
 re-encoded per request.
 """
 
-from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_GET
@@ -15,9 +14,31 @@ from ..selectors import images_visible_to, membership_for
 KINDS = {"display", "thumbnail", "original", "mask"}
 
 
+def _authenticate(request) -> bool:
+    """Session (browser) or API token (``Authorization: Token ...``)."""
+    if request.user.is_authenticated:
+        return True
+    from rest_framework.authentication import TokenAuthentication
+    from rest_framework.exceptions import AuthenticationFailed
+
+    try:
+        result = TokenAuthentication().authenticate(request)
+    except AuthenticationFailed:
+        return False
+    if result is None:
+        return False
+    request.user = result[0]
+    return True
+
+
 @require_GET
-@login_required
 def image_file(request, pk: int, kind: str):
+    if not _authenticate(request):
+        from django.contrib.auth.views import redirect_to_login
+
+        if request.headers.get("Authorization"):
+            raise Http404
+        return redirect_to_login(request.get_full_path())
     if kind not in KINDS:
         raise Http404
     image = get_object_or_404(Image.objects.select_related("project"), pk=pk)
