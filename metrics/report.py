@@ -337,7 +337,7 @@ def build_report(options: ReportOptions) -> dict:
             "n_eps": len(result.clusters),
         }
     report["summary"] = _summary(report, options)
-    report["groups"] = _groups_section(options)
+    report["groups"] = _groups_section(options, merged)
     report["_results"] = results
     report["_merged"] = merged
     return report
@@ -432,14 +432,59 @@ def _summary(report: dict, options: ReportOptions) -> list[str]:
     return lines
 
 
-def _groups_section(options: ReportOptions) -> dict | str:
-    import importlib.util
+def _groups_section(options: ReportOptions, merged=None) -> dict | str:
+    """Mean error disaggregated by each ``--groups`` column and by their intersection.
 
-    if importlib.util.find_spec("metrics.groups") is None:
-        return "TODO: disaggregated results need metrics.groups, which is not available yet"
+    Uses :class:`metrics.groups.MetricFrame` (Fairlearn's semantics) with a seeded
+    bootstrap interval, small-group flags and explicit reasons for undefined values.
+    """
+    import warnings
+
+    from .groups import MetricFrame, SmallGroupWarning, mean_error
+
     if not options.groups:
         return "not requested (use --groups col1,col2)"
-    return "TODO: --groups integration with metrics.groups is not implemented yet"
+    if merged is None:
+        return "not computed"
+    sections = {}
+    combos = [[c] for c in options.groups]
+    if len(options.groups) > 1:
+        combos.append(list(options.groups))
+    errors = merged[options.error].to_numpy(dtype=float)
+    for columns in combos:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SmallGroupWarning)
+            frame = MetricFrame(
+                metrics={"mean_error": mean_error},
+                y_true=np.zeros_like(errors),
+                y_pred=errors,
+                sensitive_features=merged[columns].astype(str),
+                n_boot=200,
+                seed=0,
+            )
+        groups = {}
+        for key, value in frame.values("mean_error").items():
+            name = " & ".join(map(str, key)) if isinstance(key, tuple) else str(key)
+            groups[name] = {
+                "mean_error": value.value,
+                "ci_low": value.ci_low,
+                "ci_high": value.ci_high,
+                "reason": value.reason,
+            }
+        difference = frame.difference()["mean_error"]
+        ratio = frame.ratio()["mean_error"]
+        sections[" x ".join(columns)] = {
+            "by_group": groups,
+            "difference_between_groups": difference.value,
+            "difference_reason": difference.reason,
+            "ratio_between_groups": ratio.value,
+            "ratio_reason": ratio.reason,
+            "small_groups": [
+                " & ".join(map(str, g)) if isinstance(g, tuple) else str(g) for g in frame.small_groups
+            ],
+            "min_group_size": frame.min_group_size,
+        }
+    return sections
 
 
 # ---------------------------------------------------------------------- figures
@@ -592,6 +637,21 @@ def _html(report: dict, figures: list[tuple[str, str]]) -> str:
     parts.append("</table>")
     if isinstance(report["groups"], str):
         parts.append(f"<p><em>Groups: {esc(report['groups'])}</em></p>")
+    else:
+        parts.append("<h2>Mean error by group</h2>")
+        for title, section in report["groups"].items():
+            parts.append(f"<h3>{esc(title)}</h3><table><tr><th>group</th><th>mean error</th><th>95% CI</th><th>note</th></tr>")
+            for name, row in section["by_group"].items():
+                value = "undefined" if row["mean_error"] is None else f"{row['mean_error']:.3f}"
+                ci = "" if row["ci_low"] is None else f"{row['ci_low']:.3f} to {row['ci_high']:.3f}"
+                note = row["reason"] or ("small group" if name in section["small_groups"] else "")
+                parts.append(f"<tr><td>{esc(name)}</td><td>{value}</td><td>{ci}</td><td>{esc(note)}</td></tr>")
+            diff = section["difference_between_groups"]
+            parts.append(
+                "</table><p>Largest difference between groups: "
+                + ("undefined (" + esc(section["difference_reason"] or "") + ")" if diff is None else f"{diff:.3f}")
+                + "</p>"
+            )
     parts.append("<h2>Figures</h2>")
     for title, png in figures:
         parts.append(

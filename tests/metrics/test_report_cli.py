@@ -211,3 +211,21 @@ def test_module_entry_point_exit_code(tmp_path):
     )
     assert out.returncode == 2
     assert "Traceback" not in out.stderr and out.stderr.startswith("error: ")
+
+
+def test_groups_disaggregate_mean_error_with_intervals(tmp_path):
+    attributes, predictions = _tables(n=240, seed=3)
+    attributes["site"] = np.where(np.arange(240) < 10, "rare", "common")
+    assert _run(tmp_path, attributes, predictions, "--groups", "gender,site") == 0
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    groups = report["groups"]
+    assert set(groups) == {"gender", "site", "gender x site"}
+    merged = attributes.merge(predictions, on="image_id")
+    for name, row in groups["gender"]["by_group"].items():
+        expected = merged.loc[merged.gender == name, "error"].mean()
+        assert row["mean_error"] == pytest.approx(expected)
+        assert row["ci_low"] <= row["mean_error"] <= row["ci_high"]
+    assert groups["site"]["small_groups"] == ["rare"]
+    means = [r["mean_error"] for r in groups["gender"]["by_group"].values()]
+    assert groups["gender"]["difference_between_groups"] == pytest.approx(max(means) - min(means))
+    assert "Mean error by group" in (tmp_path / "out" / "report.html").read_text()
