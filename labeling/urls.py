@@ -15,6 +15,7 @@ urlpatterns = [
     path("projects/<int:pk>/import/", lead.project_import, name="project-import"),
     path("projects/<int:pk>/imports/<int:batch_id>/", lead.import_report, name="import-report"),
     path("projects/<int:pk>/members/", lead.project_members, name="project-members"),
+    path("projects/<int:pk>/examples/", lead.project_examples, name="project-examples"),
     path("projects/<int:pk>/calibration/", lead.project_calibration, name="project-calibration"),
     path("images/<int:pk>/", lead.image_detail, name="image-detail"),
     path("images/<int:pk>/file/<str:kind>/", media.image_file, name="image-file"),

@@ -160,3 +160,22 @@ def labeler_create(
         raise ValidationError({"password": "Use at least 8 characters."})
     user = User.objects.create_user(username=username, password=password)
     return membership_add(project=project, user=user, role=role, **kwargs)
+
+
+@transaction.atomic
+def tone_examples_set(*, project: Project, tone_position: int, external_ids: list[str]) -> list:
+    """Set the example images shown with the instructions for one tone (by image id in the project)."""
+    from ..models import ToneExample
+
+    tone = project.scale.tones.filter(position=tone_position).first()
+    if tone is None:
+        raise ValidationError({"tone": f"Tone {tone_position} is not on this project's scale."})
+    ids = [e.strip() for e in external_ids if e and e.strip()]
+    if len(ids) > 12:
+        raise ValidationError({"images": "At most 12 examples per tone."})
+    images = {i.external_id: i for i in project.images.filter(external_id__in=ids)}
+    missing = [e for e in ids if e not in images]
+    if missing:
+        raise ValidationError({"images": f"Not in this project: {', '.join(missing[:5])}."})
+    ToneExample.objects.filter(project=project, tone=tone).delete()
+    return ToneExample.objects.bulk_create(ToneExample(project=project, tone=tone, image=images[e]) for e in ids)

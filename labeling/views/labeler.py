@@ -44,10 +44,17 @@ def label_page(request, pk: int):
         "reflectionUrl": f"/phases/{phase.id}/reflection/",
         "homeUrl": "/",
     }
+    examples = []
+    by_tone: dict[int, list[int]] = {}
+    for tone_id, image_id in project.tone_examples.values_list("tone__position", "image_id"):
+        by_tone.setdefault(tone_id, []).append(image_id)
+    for t in tones:
+        if t["position"] in by_tone:
+            examples.append({"tone": t, "image_ids": by_tone[t["position"]]})
     return render(
         request,
         "labeling/label.html",
-        {"phase": phase, "project": project, "membership": m, "config": config},
+        {"phase": phase, "project": project, "membership": m, "examples": examples, "config": config},
     )
 
 

@@ -283,3 +283,38 @@ def phase_review(request, pk: int):
     )  # fmt: skip
 
 
+
+
+@login_required
+def project_examples(request, pk: int):
+    """Example images per tone, shown to labelers with the instructions."""
+    project, _ = _project(request, pk, LEAD)
+    tones = project.ordered_tones()
+    errors = {}
+    if request.method == "POST":
+        for tone in tones:
+            raw = request.POST.get(f"tone_{tone.position}", "")
+            try:
+                project_services.tone_examples_set(
+                    project=project, tone_position=tone.position, external_ids=raw.replace(";", ",").split(",")
+                )
+            except ValidationError as exc:
+                errors[tone.position] = _error_text(exc)
+        if not errors:
+            messages.success(request, "Examples saved.")
+            return redirect("project-examples", pk=project.pk)
+    examples = {}
+    for ex in project.tone_examples.select_related("image", "tone"):
+        examples.setdefault(ex.tone.position, []).append(ex.image)
+    rows = [
+        {
+            "tone": t,
+            "images": examples.get(t.position, []),
+            "value": request.POST.get(f"tone_{t.position}")
+            if request.method == "POST"
+            else ", ".join(i.external_id for i in examples.get(t.position, [])),
+            "error": errors.get(t.position),
+        }
+        for t in tones
+    ]
+    return render(request, "labeling/project_examples.html", {"project": project, "rows": rows})
