@@ -59,6 +59,7 @@ def review_candidates(phase: Phase, *, outlier_distance: float = OUTLIER_DISTANC
                             "labeler": lab.labeler.pseudonym,
                             "labeler_id": lab.labeler_id,
                             "selection": lab.selection_text,
+                            "tone_low": lab.tone_low,
                             "value": lab.value,
                             "uncertain": lab.uncertain,
                             "is_valid": lab.is_valid,

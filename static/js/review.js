@@ -26,7 +26,13 @@
       e.preventDefault();
       post(`/api/labels/${form.dataset.label}/corrections/`, {
         tones: [parseInt(form.tones.value, 10)], reason: form.reason.value,
-      }, form.querySelector(".status"));
+      }, form.querySelector(".status")).then(function (revision) {
+        if (!revision) return;
+        const row = form.closest("tr");
+        row.querySelector(".selection").textContent = String(revision.tone_low) + " (corrected)";
+        row.querySelector(".value").textContent = revision.value.toFixed(1);
+        row.querySelector(".revisions").textContent = revision.number;
+      });
     });
   });
   document.querySelectorAll("form.relabel").forEach(function (form) {
