@@ -374,6 +374,23 @@ class PhaseViewSet(viewsets.GenericViewSet, mixins.RetrieveModelMixin):
         phase = self._lead()
         return Response(s.ReflectionSerializer(phase.reflections.select_related("labeler"), many=True).data)
 
+    @extend_schema(
+        request={"multipart/form-data": {"type": "object", "properties": {"file": {"type": "string", "format": "binary"}}}},
+        responses={200: dict},
+    )
+    @action(detail=True, methods=["post"], url_path="labels-import", parser_classes=[MultiPartParser])
+    def labels_import(self, request, pk=None):
+        """Import labels made elsewhere (CSV: image_id, labeler, tones, uncertain, skip_reason, time_spent_s)."""
+        from ..services.label_imports import labels_import
+
+        phase = self._lead()
+        upload = request.FILES.get("file")
+        if upload is None:
+            raise ValidationError({"file": "Send a CSV file as 'file'."})
+        if upload.size > 50 * 1024 * 1024:
+            raise ValidationError({"file": "At most 50 MB."})
+        return Response(labels_import(phase=phase, data=upload.read(), user=request.user))
+
     @action(detail=True, methods=["get"])
     def review(self, request, pk=None):
         """Images that look like mistakes: an outlying selection, skips, uncertain or invalid labels."""
