@@ -2,8 +2,19 @@ from django.urls import reverse
 from rest_framework import serializers
 
 from ..models import (
-    Assignment, Image, ImportBatch, ImportItem, Job, Label, LabelRevision, Membership, Phase,
-    Project, Reflection, Scale, Tone,
+    Assignment,
+    Image,
+    ImportBatch,
+    ImportItem,
+    Job,
+    Label,
+    LabelRevision,
+    Membership,
+    Phase,
+    Project,
+    Reflection,
+    Scale,
+    Tone,
 )  # fmt: skip
 
 

@@ -15,7 +15,7 @@ from django.db import transaction
 from django.db.models import Count, Max, Q, Sum
 from django.utils import timezone
 
-from ..models import Assignment, Image, Label, Membership, Phase, PhaseImage, PhaseParticipant, Project
+from ..models import Assignment, Label, Membership, Phase, PhaseImage, PhaseParticipant, Project
 
 DEFAULT_CALIBRATION_SIZE = 59  # seed 000
 DEFAULT_REPEATED = 30  # seed 000

@@ -8,7 +8,6 @@ from django.core.paginator import Paginator
 from django.db.models import Count, Q
 from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_POST
 
 from .. import selectors
 from ..forms import CalibrationForm, MemberForm, ProjectForm

@@ -7,7 +7,6 @@ from labeling.models import Phase
 from labeling.services.phases import calibration_configure, phase_get, phase_open
 from tests.factories import make_image
 
-
 _colours = itertools.count()
 
 

@@ -7,7 +7,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, OperationalError, connection, transaction
 
 from labeling.models import Label, LabelRevision, Phase
-from labeling.services.labels import label_correct, label_submit, reflection_submit, relabel_request
+from labeling.services.labels import label_correct, reflection_submit, relabel_request
 from labeling.services.phases import phase_close, phase_get, phase_open
 from labeling.services.review import review_candidates
 from tests.labeling.helpers import add_images, label_all, open_calibration_1, submit
