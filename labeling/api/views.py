@@ -176,7 +176,10 @@ def import_from_request(project: Project, request) -> ImportBatch:
     files = request.FILES.getlist("files")
     archive = request.FILES.get("archive")
     manifest = request.FILES.get("manifest")
-    folder = request.data.get("folder") or None
+    data = request.data if isinstance(request.data, dict) else {}
+    folder = data.get("folder") or None
+    if folder is not None and not isinstance(folder, str):
+        raise ValidationError({"folder": "A folder path on the server."})
     if manifest is not None:
         import zipfile
 
