@@ -15,3 +15,4 @@ app = Celery("fairtone")
 # https://docs.celeryq.dev/en/stable/django/first-steps-with-django.html
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+app.autodiscover_tasks(["labeling"], related_name="consensus_tasks")

@@ -119,6 +119,9 @@ FAIRTONE = {
     # Server-side folders a manifest may name images in (comma-separated).
     "IMPORT_ROOTS": env_list("FAIRTONE_IMPORT_ROOTS"),
     "DISPLAY_MAX_SIDE": 2048,
+    # With a real worker, a changed consensus dashboard is served from its last
+    # computation while a task recomputes it (labeling.services.consensus.phase_summary).
+    "CONSENSUS_BACKGROUND_REFRESH": env_bool("FAIRTONE_CONSENSUS_BACKGROUND_REFRESH", True),
     "THUMBNAIL_MAX_SIDE": 320,
 }
 

@@ -10,6 +10,8 @@ DEBUG = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 MEDIA_ROOT = os.environ.get("FAIRTONE_MEDIA_ROOT") or tempfile.mkdtemp(prefix="fairtone-test-media-")
 FAIRTONE["IMPORT_ROOTS"] = [str(MEDIA_ROOT)]
+# Tests see the numbers of the labels they just made (the stale-while-revalidate path has its own test).
+FAIRTONE["CONSENSUS_BACKGROUND_REFRESH"] = False
 STATIC_ROOT = tempfile.mkdtemp(prefix="fairtone-test-static-")
 # https://whitenoise.readthedocs.io/en/stable/django.html#WHITENOISE_USE_FINDERS
 WHITENOISE_USE_FINDERS = True

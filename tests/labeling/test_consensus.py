@@ -217,3 +217,37 @@ def test_lead_page_and_openapi_schema(client, lead, project, cal1):
     paths = schema.json()["paths"]
     assert "/api/projects/{id}/consensus/images/" in paths
     assert any(p["name"] == "phase" for p in paths["/api/projects/{id}/consensus/"]["get"]["parameters"])
+
+
+@pytest.mark.django_db
+def test_changed_phase_is_served_stale_while_a_task_recomputes(project, labelers, settings):
+    """With background refresh on, a changed phase answers from its last computation at once."""
+    from labeling.services import consensus as svc
+    from tests.labeling.helpers import add_images, open_calibration_1, submit
+
+    settings.FAIRTONE = {**settings.FAIRTONE, "CONSENSUS_BACKGROUND_REFRESH": True}
+    settings.CELERY_TASK_ALWAYS_EAGER = False  # as with a real worker: the request must not compute
+    add_images(project, 6)
+    phase = open_calibration_1(project, size=6, cal1=6)
+    for a in phase.assignments.filter(labeler__in=labelers[:2]).order_by("id")[:6]:
+        submit(phase, a.labeler, a.image_id, tones=[4])
+    first = svc.phase_summary(phase)  # first view: computed in the request
+    assert first["n_labels"] == 6 and first["freshness"]["stale"] is False
+    a = phase.assignments.filter(done_at__isnull=True).first()
+    submit(phase, a.labeler, a.image_id, tones=[5])
+    sent = []
+    from labeling import consensus_tasks
+
+    original = consensus_tasks.consensus_refresh_task.delay
+    consensus_tasks.consensus_refresh_task.delay = lambda *args: sent.append(args)  # record instead of sending to a broker
+    try:
+        stale = svc.phase_summary(phase)
+        again = svc.phase_summary(phase)
+    finally:
+        consensus_tasks.consensus_refresh_task.delay = original
+    assert stale["n_labels"] == 6 and stale["freshness"]["stale"] is True
+    assert again["freshness"]["stale"] is True
+    assert sent == [(phase.id,)]  # one refresh per phase at a time
+    assert consensus_tasks.consensus_refresh_task.run(phase.id) == "refreshed"  # what the worker runs
+    fresh = svc.phase_summary(phase)
+    assert fresh["n_labels"] == 7 and fresh["freshness"]["stale"] is False
