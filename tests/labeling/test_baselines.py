@@ -1,0 +1,500 @@
+"""Colorimetric baselines in jobs (labeling.services.baselines, tasks, pages and API).
+
+Expected colour values are the published Monk Skin Tone swatch values (L*, b*,
+ITA at D65/2 degrees, DOMAIN.md section 3); correlations are cross-checked with
+scipy.stats.spearmanr on data rebuilt in the test from the labels it submitted.
+"""
+
+import io
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import pytest
+from django.test import Client
+from PIL import Image as PILImage
+from rest_framework.test import APIClient
+from scipy import stats as scipy_stats
+
+from labeling import colorimetry
+from labeling.models import ImageBaseline, Job, Phase
+from labeling.services import baselines as svc
+from labeling.services.images import image_create_from_bytes
+from tests.factories import MembershipFactory, UserFactory, make_image, png_bytes
+from tests.labeling.helpers import open_calibration_1, submit
+
+# Monk Skin Tone swatches: hex, published L*, b*, ITA (degrees).
+MONK = {
+    1: ("#f6ede4", 94.21, 5.43, 82.99),
+    2: ("#f3e7db", 92.27, 7.29, 80.21),
+    3: ("#f7ead0", 93.09, 14.22, 71.74),
+    4: ("#eadaba", 87.57, 17.76, 64.70),
+    5: ("#d7bd96", 77.90, 23.14, 50.32),
+    6: ("#a07e56", 55.14, 26.75, 10.88),
+    7: ("#825c43", 42.47, 20.54, -20.14),
+    8: ("#604134", 30.68, 13.34, -55.38),
+    9: ("#3a312a", 21.07, 5.97, -78.34),
+    10: ("#292420", 14.61, 3.53, -84.31),
+}
+SIZE = (40, 30)
+
+
+@pytest.fixture(autouse=True)
+def media_root(settings, tmp_path):
+    settings.MEDIA_ROOT = str(tmp_path / "media")
+    return Path(settings.MEDIA_ROOT)
+
+
+@pytest.fixture(autouse=True)
+def eager(monkeypatch):
+    """Run tasks in this process even when a broker is configured (CI's real-worker run):
+    these tests never commit, so a worker could not see their rows; tests/test_real_services.py
+    covers the worker."""
+    from config.celery import app
+
+    monkeypatch.setattr(app.conf, "task_always_eager", True)
+
+
+@pytest.fixture(autouse=True)
+def commit_hooks(django_capture_on_commit_callbacks):
+    """Run the jobs enqueued on commit (each test runs in a transaction that never commits)."""
+    global _hooks
+    _hooks = django_capture_on_commit_callbacks
+    yield
+    _hooks = None
+
+
+_hooks = None
+
+
+def committed(function, *args, **kwargs):
+    """Call ``function`` and run what it enqueued on commit (eagerly, as in the embedded default)."""
+    with _hooks(execute=True):
+        return function(*args, **kwargs)
+
+
+def rgb(tone: int) -> tuple[int, int, int]:
+    hex_colour = MONK[tone][0]
+    return tuple(int(hex_colour[i : i + 2], 16) for i in (1, 3, 5))
+
+
+def two_tone_png(left: tuple, right: tuple, size=SIZE) -> bytes:
+    img = PILImage.new("RGB", size, right)
+    img.paste(left, (0, 0, size[0] // 2, size[1]))
+    buffer = io.BytesIO()
+    img.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def mask_png(box=None, size=SIZE) -> bytes:
+    """White inside ``box`` (all of the image by default), black elsewhere."""
+    img = PILImage.new("L", size, 0)
+    img.paste(255, box or (0, 0, *size))
+    buffer = io.BytesIO()
+    img.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def swatch_image(project, tone: int, *, name=None):
+    """A solid Monk swatch with a skin mask covering it all (the detector misses MST 1-3, 9-10)."""
+    return committed(
+        image_create_from_bytes,
+        project=project,
+        filename=name or f"mst{tone}.png",
+        data=png_bytes(colour=rgb(tone), size=SIZE),
+        mask_data=mask_png(),
+        mask_kind="skin",
+    )
+
+
+def current(image) -> ImageBaseline:
+    return svc.baselines_current(image.project).get(image=image)
+
+
+def run(project, **kwargs) -> Job:
+    job = committed(svc.baseline_run_start, project=project, **kwargs)
+    job.refresh_from_db()
+    return job
+
+
+# --- computation and storage ------------------------------------------------------
+
+
+def test_new_image_gets_its_baseline_after_import_with_published_monk_values(project):
+    image = committed(make_image, project, colour=rgb(5), size=SIZE)  # no mask: the detector finds MST 5
+    row = current(image)
+    assert row.status == ImageBaseline.Status.OK
+    assert row.code_version == svc.BASELINE_CODE_VERSION
+    assert row.parameters_hash == svc.baseline_parameters_hash(svc.baseline_parameters_effective(project))
+    _hex, L, b, ita = MONK[5]
+    assert row.ita_median == pytest.approx(ita, abs=0.02)
+    assert row.lightness_median == pytest.approx(L, abs=0.02)
+    assert row.b_median == pytest.approx(b, abs=0.02)
+    assert row.ita_class == "light"
+    assert row.skin_fraction == pytest.approx(1.0)
+    assert row.flags == []
+    assert row.stats["fitzpatrick"] == colorimetry.fitzpatrick_from_ita(ita)
+    assert row.parameters["skin_detector"] == "chai_ngan_ycbcr+kovac_rgb"
+    # The overlay: a PNG at the image's aspect, every pixel skin (transparent or outline).
+    with row.overlay.open("rb") as handle:
+        overlay = PILImage.open(handle)
+        overlay.load()
+    assert overlay.format == "PNG" and overlay.size == SIZE
+    assert set(np.unique(np.asarray(overlay))) <= {0, 2}
+
+
+def test_skin_mask_is_measured_exactly_and_silhouette_is_intersected_with_the_detector(project):
+    data = two_tone_png(rgb(5), (40, 60, 200))  # left MST 5, right blue (not skin)
+    silhouette_right = committed(
+        image_create_from_bytes,
+        project=project,
+        filename="a.png",
+        data=data,
+        mask_data=mask_png((20, 0, 40, 30)),
+        mask_kind="silhouette",
+    )
+    row = current(silhouette_right)
+    # Inside the silhouette nothing is skin-coloured: no skin, flagged, no ITA.
+    assert row.status == "ok" and row.ita_median is None and "too_little_skin" in row.flags
+    silhouette_all = committed(
+        image_create_from_bytes,
+        project=project,
+        filename="b.png",
+        data=two_tone_png(rgb(5), (41, 60, 200)),
+        mask_data=mask_png(),
+        mask_kind="silhouette",
+    )
+    row = current(silhouette_all)
+    assert row.ita_median == pytest.approx(MONK[5][3], abs=0.02)
+    assert row.skin_fraction == pytest.approx(0.5)
+    assert "silhouette" in row.parameters["skin_detector"]
+    skin_right = committed(
+        image_create_from_bytes,
+        project=project,
+        filename="c.png",
+        data=two_tone_png(rgb(5), rgb(9)),
+        mask_data=mask_png((20, 0, 40, 30)),
+        mask_kind="skin",
+    )
+    row = current(skin_right)  # MST 9 is missed by the detector but the skin mask is trusted
+    assert row.ita_median == pytest.approx(MONK[9][3], abs=0.05)
+    assert row.parameters["skin_detector"] == "mask"
+
+
+def test_a_run_twice_keeps_one_result_per_image_and_parameter_set(project):
+    images = [swatch_image(project, t) for t in (4, 6, 8)]
+    assert ImageBaseline.objects.filter(image__project=project).count() == 3  # computed after import
+    first = run(project)
+    second = run(project)
+    for job in (first, second):
+        assert job.status == Job.Status.DONE
+        assert (job.total, job.done, job.failed) == (3, 3, 0)
+        assert job.parameters["code_version"] == svc.BASELINE_CODE_VERSION
+        assert job.finished_at is not None
+    rows = ImageBaseline.objects.filter(image__project=project)
+    assert rows.count() == 3
+    assert set(rows.values_list("job_id", flat=True)) == {second.id}
+    assert {r.image_id for r in rows} == {i.id for i in images}
+
+
+def test_a_retried_batch_counts_no_image_twice(project):
+    images = [swatch_image(project, t) for t in (5, 7)]
+    job = run(project)
+    ids = [i.id for i in images]
+    svc.baseline_run_batch(job=job, image_ids=ids)  # as if the worker died and the batch ran again
+    job.refresh_from_db()
+    assert (job.done, job.failed, job.total) == (2, 0, 2)
+    assert ImageBaseline.objects.filter(image__project=project).count() == 2
+
+
+def test_changed_parameters_give_new_results_and_keep_the_old_ones(project):
+    image = swatch_image(project, 6)
+    old = current(image)
+    job = run(project, parameters={"fitzpatrick_mapping": "chardon_classes", "min_skin_fraction": 0.5})
+    assert job.status == Job.Status.DONE
+    project.refresh_from_db()
+    assert project.baseline_parameters == {"fitzpatrick_mapping": "chardon_classes", "min_skin_fraction": 0.5}
+    new = current(image)
+    assert new.pk != old.pk and new.parameters_hash != old.parameters_hash
+    assert ImageBaseline.objects.filter(image=image).count() == 2
+    # ITA 10.88: Kinyanjui 2020 type V (10-19), Chardon classes read one-to-one: tan -> IV.
+    assert old.stats["fitzpatrick"] == 5
+    assert new.stats["fitzpatrick"] == 4
+    assert new.parameters["min_skin_fraction"] == 0.5
+
+
+def test_a_failed_image_is_recorded_with_its_reason_and_the_run_finishes(project):
+    good = swatch_image(project, 5)
+    corrupt = swatch_image(project, 6)
+    Path(corrupt.original.path).write_bytes(b"\x89PNG\r\n\x1a\n" + b"not really a png" * 10)
+    wrong_mask = swatch_image(project, 7)
+    Path(wrong_mask.mask.path).write_bytes(mask_png(size=(12, 9)))
+    job = run(project)
+    assert job.status == Job.Status.DONE
+    assert (job.total, job.done, job.failed) == (3, 1, 2)
+    reasons = {f["image_id"]: f["reason"] for f in job.failures}
+    assert set(reasons) == {corrupt.id, wrong_mask.id}
+    assert reasons[corrupt.id].startswith("corrupt or unreadable file")
+    assert corrupt.original.path not in reasons[corrupt.id]  # no server paths shown to leads
+    assert reasons[wrong_mask.id].startswith("mask size mismatch")
+    assert "12x9" in reasons[wrong_mask.id] and "40x30" in reasons[wrong_mask.id]
+    failed = current(wrong_mask)
+    assert failed.status == "failed" and failed.ita_median is None and failed.error == reasons[wrong_mask.id]
+    assert current(good).status == "ok"
+    # Retrying the failures: a new run over those two images only, same parameters.
+    retry = committed(svc.baseline_retry_failed, job=job)
+    retry.refresh_from_db()
+    assert retry.parameters["retry_of"] == job.id
+    assert sorted(retry.parameters["image_ids"]) == sorted([corrupt.id, wrong_mask.id])
+    assert (retry.total, retry.failed, retry.status) == (2, 2, Job.Status.DONE)
+
+
+def test_storage_errors_are_raised_for_a_retry_and_recorded_on_the_last_attempt(project, monkeypatch):
+    image = swatch_image(project, 5)
+    parameters = svc.baseline_parameters_effective(project)
+
+    def flaky(*args, **kwargs):
+        raise OSError("NFS server not responding")
+
+    monkeypatch.setattr(svc, "measure_image", flaky)
+    ImageBaseline.objects.all().delete()
+    with pytest.raises(OSError):
+        svc.baseline_compute(image=image, parameters=parameters, final_attempt=False)
+    assert not ImageBaseline.objects.exists()
+    row = svc.baseline_compute(image=image, parameters=parameters, final_attempt=True)
+    assert row.status == "failed" and "NFS server not responding" in row.error
+
+
+def test_a_deleted_image_is_counted_so_the_run_still_ends(project):
+    images = [swatch_image(project, t) for t in (5, 6)]
+    job = Job.objects.create(
+        project=project,
+        kind=Job.Kind.BASELINE,
+        total=2,
+        parameters={
+            "options": svc.baseline_parameters_effective(project),
+            "parameters_hash": svc.baseline_parameters_hash(svc.baseline_parameters_effective(project)),
+        },
+    )
+    batches = svc.baseline_run_prepare(job=job)
+    images[1].delete()
+    for batch in batches:
+        svc.baseline_run_batch(job=job, image_ids=batch)
+    job.refresh_from_db()
+    assert (job.done, job.failed, job.status) == (1, 1, Job.Status.DONE)
+    assert job.failures[0]["reason"] == "image deleted during the run"
+
+
+@pytest.mark.parametrize(
+    "parameters, key",
+    [
+        ({"min_skin_fraction": 2}, "min_skin_fraction"),
+        ({"clip_level": 250.5}, "clip_level"),
+        ({"fitzpatrick_mapping": "made-up"}, "fitzpatrick_mapping"),
+        ({"white_point": "D50"}, "white_point"),
+        ({"max_cast_ratio": "abc"}, "max_cast_ratio"),
+        ({"min_abs_b": True}, "min_abs_b"),
+    ],
+)
+def test_bad_parameters_are_refused_with_the_key(parameters, key):
+    with pytest.raises(svc.ValidationError) as info:
+        svc.baseline_parameters_validate(parameters)
+    assert key in info.value.message_dict
+
+
+def test_defaults_are_the_colorimetry_defaults():
+    import inspect
+
+    signature = inspect.signature(colorimetry.skin_tone_stats).parameters
+    for name, value in svc.DEFAULT_PARAMETERS.items():
+        if name == "max_pixels":
+            assert value == colorimetry.DEFAULT_MAX_PIXELS
+        elif name == "fitzpatrick_mapping":
+            assert value == signature[name].default.name
+        else:
+            assert value == signature[name].default
+
+
+# --- comparison with labels -------------------------------------------------------
+
+# Swatch tone of each image -> the tones four labelers give it. The MST 9 swatch is
+# labelled as tone 2: the one disagreement between humans and ITA.
+LABELS = {
+    4: [4, 4, 5, 4],
+    5: [5, 6, 5, 5],
+    6: [6, 6, 7, 6],
+    7: [7, 8, 7, 7],
+    8: [8, 8, 9, 8],
+    9: [2, 2, 3, 2],
+    10: [10, 9, 10, 10],
+}
+
+
+@pytest.fixture
+def labelled(project, labelers):
+    images = {tone: swatch_image(project, tone) for tone in LABELS}
+    phase = open_calibration_1(project, size=len(images), cal1=len(images), labels_per_image=4)
+    for tone, image in images.items():
+        for labeler, given in zip(labelers, LABELS[tone], strict=True):
+            submit(phase, labeler, image.id, tones=(given,))
+    return project, phase, images
+
+
+def test_comparison_matches_scipy_spearman_on_the_same_data(labelled):
+    project, phase, images = labelled
+    result = svc.baseline_comparison(project=project, phase=phase, n_resamples=300, seed=7)
+    means = [float(np.mean(LABELS[t])) for t in sorted(images)]
+    itas = [current(images[t]).ita_median for t in sorted(images)]
+    expected = scipy_stats.spearmanr(means, itas)
+    ita = result["correlations"]["ita"]
+    assert ita["n"] == len(images)
+    assert ita["rho"] == pytest.approx(expected.statistic, abs=1e-12)
+    assert ita["p_value"] == pytest.approx(expected.pvalue, rel=1e-9)
+    albedos = [current(images[t]).albedo for t in sorted(images)]
+    assert result["correlations"]["apparent_albedo"]["rho"] == pytest.approx(
+        scipy_stats.spearmanr(means, albedos).statistic, abs=1e-12
+    )
+    # The seeded bootstrap is reproducible and brackets rho.
+    again = svc.baseline_comparison(project=project, phase=phase, n_resamples=300, seed=7)
+    assert (again["correlations"]["ita"]["ci_low"], again["correlations"]["ita"]["ci_high"]) == (
+        ita["ci_low"],
+        ita["ci_high"],
+    )
+    assert -1 <= ita["ci_low"] <= ita["rho"] <= ita["ci_high"] <= 1
+    # The image humans and ITA disagree on most is the MST 9 swatch labelled as tone 2.
+    assert result["disagreements"][0]["image_id"] == images[9].id
+    # Box plot groups: the rounded median label.
+    assert result["by_tone"]["2"] == [pytest.approx(MONK[9][3], abs=0.05)]
+    assert len(result["by_tone"]["10"]) == 1
+    # Another phase without labels: nothing to compare.
+    main = project.phases.get(kind=Phase.Kind.MAIN)
+    assert svc.baseline_comparison(project=project, phase=main)["points"] == []
+
+
+def test_spearman_bootstrap_interval_matches_a_direct_bootstrap():
+    rng = np.random.default_rng(3)
+    x = rng.integers(1, 6, size=25).astype(float)  # ordinal labels: many ties
+    y = -8.0 * x + rng.normal(scale=6.0, size=25)
+    result = svc.spearman_bootstrap(x, y, n_resamples=400, seed=11)
+    # The same resamples drawn by hand and scored with scipy.
+    draws = np.random.default_rng(11).integers(0, 25, size=(400, 25))
+    rhos = np.array([scipy_stats.spearmanr(x[i], y[i]).statistic for i in draws])
+    low, high = np.quantile(rhos[np.isfinite(rhos)], [0.025, 0.975])
+    assert result["ci_low"] == pytest.approx(low, abs=1e-12)
+    assert result["ci_high"] == pytest.approx(high, abs=1e-12)
+    assert svc.spearman_bootstrap([1, 2], [2, 1])["rho"] is None
+
+
+# --- pages, API, permissions --------------------------------------------------------
+
+
+def page_urls(project, image, row, job):
+    return [
+        f"/projects/{project.pk}/baselines/",
+        f"/projects/{project.pk}/baselines/compare/",
+        f"/projects/{project.pk}/baselines/plots/scatter.png",
+        f"/projects/{project.pk}/baselines/plots/box.svg",
+        f"/projects/{project.pk}/baselines/images/{image.pk}/",
+        f"/projects/{project.pk}/baselines/jobs/",
+        f"/projects/{project.pk}/baselines/jobs/{job.pk}/",
+        f"/baselines/{row.pk}/overlay.png",
+        f"/api/projects/{project.pk}/baselines/",
+        f"/api/projects/{project.pk}/baselines/comparison/",
+    ]
+
+
+def test_leads_see_everything_and_labelers_and_strangers_get_404(labelled):
+    project, phase, images = labelled
+    image = images[5]
+    job = run(project)
+    row = current(image)
+    labeler = project.memberships.get(pseudonym="L1").user
+    reviewer = MembershipFactory(project=project, user=UserFactory(username="rev"), role="reviewer").user
+    stranger = UserFactory(username="stranger")
+    lead = Client()
+    lead.force_login(project.created_by)
+    for url in page_urls(project, image, row, job):
+        if "/plots/" not in url:  # drawn in test_plots_are_valid_png_and_svg
+            assert lead.get(url).status_code == 200, url
+    for user in (labeler, reviewer, stranger):
+        client = Client()
+        client.force_login(user)
+        for url in page_urls(project, image, row, job):
+            assert client.get(url).status_code == 404, (user.username, url)
+        api = APIClient()
+        api.force_authenticate(user)
+        assert api.post(f"/api/projects/{project.pk}/baselines/run/", {}, format="json").status_code == 404
+        assert client.post(f"/projects/{project.pk}/baselines/run/").status_code == 404
+    # The labeler's own screens carry nothing of the baseline.
+    api = APIClient()
+    api.force_authenticate(labeler)
+    payload = api.get(f"/api/phases/{phase.pk}/labels/").content.decode().lower()
+    for word in ("ita", "albedo", "baseline", "overlay"):
+        assert f'"{word}' not in payload
+    assert Client().get(f"/projects/{project.pk}/baselines/").status_code == 302  # anonymous: to login
+
+
+def test_plots_are_valid_png_and_svg(labelled):
+    project, phase, _images = labelled
+    client = Client()
+    client.force_login(project.created_by)
+    for plot in ("scatter", "box"):
+        response = client.get(f"/projects/{project.pk}/baselines/plots/{plot}.png?phase={phase.pk}")
+        assert response["Content-Type"] == "image/png"
+        img = PILImage.open(io.BytesIO(response.content))
+        img.verify()
+        assert img.format == "PNG"
+        response = client.get(f"/projects/{project.pk}/baselines/plots/{plot}.svg?phase={phase.pk}&download=1")
+        assert response["Content-Type"] == "image/svg+xml"
+        assert response["Content-Disposition"].startswith("attachment")
+        root = ET.fromstring(response.content)
+        assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    assert client.get(f"/projects/{project.pk}/baselines/plots/pie.png").status_code == 404
+
+
+def test_api_lists_filters_and_starts_runs(project):
+    swatch_image(project, 5)  # light
+    swatch_image(project, 8)  # dark
+    committed(make_image, project, colour=(40, 60, 200), size=SIZE)  # no skin at all
+    api = APIClient()
+    api.force_authenticate(project.created_by)
+    url = f"/api/projects/{project.pk}/baselines/"
+    body = api.get(url).json()
+    assert body["count"] == 3 and body["code_version"] == svc.BASELINE_CODE_VERSION
+    assert "Kinyanjui" in body["fitzpatrick_mapping_source"]
+    first = body["results"][0]
+    assert {"apparent_albedo", "apparent_albedo_normalized", "ita_iqr", "hue_angle", "overlay_url"} <= set(first)
+    assert [r["ita_class"] for r in api.get(url, {"ita_class": "dark"}).json()["results"]] == ["dark"]
+    flagged = api.get(url, {"flag": "too_little_skin"}).json()["results"]
+    assert len(flagged) == 1 and flagged[0]["ita_median"] is None
+    # The dark swatch is flagged too: a solid MST 8 frame has no white above Y = 0.10.
+    unflagged = [r["image_id"] for r in body["results"] if r["status"] == "ok" and not r["flags"]]
+    assert len(unflagged) == 1
+    assert [r["image_id"] for r in api.get(url, {"flag": "none"}).json()["results"]] == unflagged
+    dark = [r["image_id"] for r in body["results"] if r["ita_class"] == "dark"]
+    assert dark[0] in [r["image_id"] for r in api.get(url, {"flag": "underexposed"}).json()["results"]]
+    assert api.get(url, {"flag": "bogus"}).status_code == 400
+
+    run_url = f"/api/projects/{project.pk}/baselines/run/"
+    bad = api.post(run_url, {"parameters": {"min_skin_fraction": -1, "nope": 1}}, format="json")
+    assert bad.status_code == 400
+    assert {"min_skin_fraction", "nope"} <= set(bad.json())
+    assert api.post(run_url, {"image_ids": "all"}, format="json").status_code == 400
+    assert api.post(run_url, {"image_ids": [999999]}, format="json").status_code == 400
+    started = committed(api.post, run_url, {"parameters": {"min_skin_fraction": 0.1}}, format="json")
+    assert started.status_code == 202
+    job = api.get(started.json()["url"]).json()
+    assert (job["kind"], job["status"], job["done"], job["total"]) == ("baseline", "done", 3, 3)
+    assert api.get(url).json()["parameters"]["min_skin_fraction"] == 0.1
+
+
+def test_retry_page_action_starts_a_new_run(project):
+    broken = swatch_image(project, 6)
+    Path(broken.original.path).write_bytes(b"garbage")
+    job = run(project)
+    client = Client()
+    client.force_login(project.created_by)
+    response = committed(client.post, f"/projects/{project.pk}/baselines/jobs/{job.pk}/retry/")
+    new = Job.objects.exclude(pk=job.pk).get(kind=Job.Kind.BASELINE)
+    assert response.status_code == 302 and response["Location"].endswith(f"/jobs/{new.pk}/")
+    assert new.parameters["retry_of"] == job.pk

@@ -1,0 +1,118 @@
+"""Background jobs end to end: derivatives and colorimetric baselines.
+
+These pass in both modes. In the embedded run (no broker) the tasks run eagerly
+in this process when the transaction commits. With ``FAIRTONE_REAL_WORKER=1``
+(CI, see ``.ci/run``) a separate Celery worker on Redis does the work against the
+same PostgreSQL test database and media folder: the tests then check that they
+are not eager and poll the database until the worker's results appear. Rows are
+committed (``transaction=True``) because the worker is another process.
+"""
+
+import io
+import os
+import time
+
+import pytest
+from django.conf import settings
+from django.db import connection
+from PIL import Image as PILImage
+
+from labeling.models import Image, ImageBaseline, Job
+from labeling.services import baselines as svc
+from labeling.services.images import image_create_from_bytes
+from tests.factories import ProjectFactory, UserFactory
+
+REAL_WORKER = os.environ.get("FAIRTONE_REAL_WORKER") == "1"
+POLL_SECONDS = 60
+# Monk Skin Tone 5 (#d7bd96): published ITA 50.32 degrees (D65, 2 degree observer).
+MST5 = (0xD7, 0xBD, 0x96)
+MST5_ITA = 50.32
+
+pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture(autouse=True)
+def mode():
+    """With a real worker, prove it: not eager, and the database it shares is PostgreSQL."""
+    if REAL_WORKER:
+        assert settings.CELERY_TASK_ALWAYS_EAGER is False
+        assert settings.CELERY_BROKER_URL
+        assert connection.vendor == "postgresql"
+    else:
+        assert settings.CELERY_TASK_ALWAYS_EAGER is True
+
+
+def png(colour, size=(48, 36)) -> bytes:
+    buffer = io.BytesIO()
+    PILImage.new("RGB", size, colour).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def wait_for(condition, what: str):
+    """Poll ``condition`` (a callable returning a truthy value) for up to POLL_SECONDS."""
+    deadline = time.monotonic() + POLL_SECONDS
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {POLL_SECONDS} s waiting for {what}")
+        time.sleep(0.25)
+
+
+def make_project():
+    return ProjectFactory(created_by=UserFactory(username="lead-services"))
+
+
+def test_new_images_get_derivatives_and_baselines_from_the_worker():
+    project = make_project()
+    images = [
+        image_create_from_bytes(project=project, filename=f"mst5-{i}.png", data=png(MST5, (48 + i, 36)))
+        for i in range(3)
+    ]
+    ids = [i.id for i in images]
+
+    def derivatives_done():
+        statuses = list(Image.objects.filter(id__in=ids).values_list("derivative_status", flat=True))
+        return Image.DerivativeStatus.PENDING not in statuses and statuses
+
+    wait_for(derivatives_done, "the display images")
+    assert set(Image.objects.filter(id__in=ids).values_list("derivative_status", flat=True)) == {"ready"}
+    rows = wait_for(
+        lambda: (lambda r: r if len(r) == len(ids) else None)(list(svc.baselines_current(project))),
+        "the baselines of the new images",
+    )
+    for row in rows:
+        assert row.status == ImageBaseline.Status.OK
+        assert row.ita_median == pytest.approx(MST5_ITA, abs=0.02)
+        assert row.overlay and row.overlay.storage.exists(row.overlay.name)
+    for image in Image.objects.filter(id__in=ids):
+        assert image.display.storage.exists(image.display.name)
+
+
+def test_a_baseline_run_reaches_its_total():
+    project = make_project()
+    for i in range(4):
+        image_create_from_bytes(project=project, filename=f"p{i}.png", data=png(MST5, (40 + i, 30)))
+    broken = image_create_from_bytes(project=project, filename="broken.png", data=png(MST5, (39, 30)))
+    # Let the chained per-image baselines finish first, so nothing races the flush at the end.
+    wait_for(lambda: svc.baselines_current(project).count() == 5, "the import baselines")
+    with open(broken.original.path, "wb") as handle:
+        handle.write(b"\x89PNG\r\n\x1a\n truncated")
+
+    job = svc.baseline_run_start(project=project, parameters={"min_skin_fraction": 0.2})
+    finished = wait_for(
+        lambda: Job.objects.filter(pk=job.pk, status__in=[Job.Status.DONE, Job.Status.FAILED]).first(),
+        "the baseline run",
+    )
+    assert finished.status == Job.Status.DONE
+    assert (finished.total, finished.done, finished.failed) == (5, 4, 1)
+    assert finished.done + finished.failed == finished.total
+    assert finished.started_at is not None and finished.finished_at is not None
+    assert finished.failures[0]["image_id"] == broken.id
+    assert finished.failures[0]["reason"].startswith("corrupt or unreadable file")
+    rows = ImageBaseline.objects.filter(
+        image__project=project, parameters_hash=finished.parameters["parameters_hash"], job=finished
+    )
+    assert rows.count() == 5
+    assert rows.filter(status=ImageBaseline.Status.OK).count() == 4
