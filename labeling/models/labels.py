@@ -40,7 +40,11 @@ class Label(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["phase", "image", "labeler"], name="unique_label"),
         ]
-        indexes = [models.Index(fields=["phase", "is_repeat", "image"])]
+        indexes = [
+            models.Index(fields=["phase", "is_repeat", "image"]),
+            # The consensus cache version is max(updated_at) per phase: an index-only lookup.
+            models.Index(fields=["phase", "updated_at"]),
+        ]
 
     def __str__(self) -> str:
         return f"label {self.pk} ({self.selection_text})"

@@ -42,8 +42,13 @@ def _linear_to_srgb(c: np.ndarray) -> np.ndarray:
 def synthetic_portrait(
     hex_colour: str, *, exposure_stops: float = 0.0, white_balance: tuple[float, float, float] = (1, 1, 1),
     seed: int = 0, size: tuple[int, int] = (480, 640), shirt: tuple[int, int, int] = (60, 90, 140),
-) -> bytes:
-    """A simple shaded head-and-shoulders figure in ``hex_colour`` as JPEG bytes."""
+    with_mask: bool = False,
+) -> bytes | tuple[bytes, bytes]:
+    """A simple shaded head-and-shoulders figure in ``hex_colour`` as JPEG bytes.
+
+    With ``with_mask``, also a PNG skin mask (face and neck, without eyes and
+    mouth): the demo knows where the skin is, as a user-supplied segmentation would.
+    """
     rng = np.random.default_rng(seed)
     w, h = size
     yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
@@ -65,15 +70,21 @@ def synthetic_portrait(
     for ex in (0.43, 0.57):
         eye = ((xx - w * ex) / (w * 0.03)) ** 2 + ((yy - h * 0.36) / (h * 0.012)) ** 2 <= 1
         img[eye] = 0.02
+        face = face & ~eye
     mouth = ((xx - w / 2) / (w * 0.06)) ** 2 + ((yy - h * 0.48) / (h * 0.01)) ** 2 <= 1
     img[mouth] = skin_lin * 0.35
+    skin_mask = (face | neck) & ~mouth
     img *= 2.0**exposure_stops
     img *= np.asarray(white_balance, np.float32)
     img += rng.normal(0, 0.004, img.shape).astype(np.float32)
     rgb = _linear_to_srgb(img).round().astype(np.uint8)
     buf = io.BytesIO()
     PILImage.fromarray(rgb).save(buf, format="JPEG", quality=90)
-    return buf.getvalue()
+    if not with_mask:
+        return buf.getvalue()
+    mask = io.BytesIO()
+    PILImage.fromarray((skin_mask * 255).astype(np.uint8)).save(mask, format="PNG")
+    return buf.getvalue(), mask.getvalue()
 
 
 def astronaut_bytes() -> bytes:
@@ -131,13 +142,18 @@ def demo_project_create(*, n_subjects: int = 20, simulate_labels: bool = True) -
         for shot in range(2):
             exposure = float(rng.choice([-1.0, -0.5, 0.0, 0.0, 0.5]))
             wb = tuple(float(x) for x in rng.choice([[1, 1, 1], [1.08, 1.0, 0.9], [0.92, 1.0, 1.1]]))
+            # Half the subjects come with a skin mask (as from a segmentation tool); the others rely
+            # on the rule-based skin detector, whose misses on very light and very deep skin show.
+            with_mask = s % 2 == 0
             data = synthetic_portrait(MONK_TONES[tone - 1][2], exposure_stops=exposure, white_balance=wb,
-                                      seed=s * 10 + shot, shirt=tuple(int(x) for x in rng.integers(30, 220, 3)))  # fmt: skip
+                                      seed=s * 10 + shot, shirt=tuple(int(x) for x in rng.integers(30, 220, 3)),
+                                      with_mask=with_mask)  # fmt: skip
+            data, mask = data if with_mask else (data, None)
             try:
                 image = image_create_from_bytes(
                     project=project, filename=f"S{s + 1:03d}_{shot + 1}.jpg", data=data, subject=subject,
                     attributes={"exposure_stops": exposure, "white_balance": ",".join(f"{x:g}" for x in wb), "pose": ["front", "side"][shot]},
-                    is_synthetic=True,
+                    is_synthetic=True, mask_data=mask, mask_kind="skin" if mask else "",
                 )  # fmt: skip
             except DuplicateImage:
                 continue
