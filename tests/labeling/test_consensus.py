@@ -251,3 +251,21 @@ def test_changed_phase_is_served_stale_while_a_task_recomputes(project, labelers
     assert consensus_tasks.consensus_refresh_task.run(phase.id) == "refreshed"  # what the worker runs
     fresh = svc.phase_summary(phase)
     assert fresh["n_labels"] == 7 and fresh["freshness"]["stale"] is False
+
+
+@pytest.mark.django_db
+def test_deleting_labels_changes_the_version(project, labelers):
+    from labeling.models import Label
+    from labeling.services import consensus as svc
+    from tests.labeling.helpers import add_images, open_calibration_1, submit
+
+    add_images(project, 2)
+    phase = open_calibration_1(project, size=2, cal1=2)
+    a = phase.assignments.first()
+    submit(phase, a.labeler, a.image_id, tones=[4])
+    before = svc.phase_versions(project)[phase.id]
+    assert svc.phase_summary(phase)["n_labels"] == 1
+    Label.objects.filter(phase=phase).delete()
+    assert phase.id not in svc.phase_versions(project)  # no labels left: no version
+    submit(phase, a.labeler, a.image_id, tones=[4])  # same second as before is possible: the counter differs
+    assert svc.phase_versions(project)[phase.id] != before
