@@ -76,6 +76,7 @@ def assignment_queue(*, phase: Phase, labeler: Membership, after_position: int =
     return list(
         phase.assignments.filter(labeler=labeler, done_at__isnull=True, position__gt=after_position)
         .select_related("image")
+        .only("id", "position", "kind", "image__id", "image__width", "image__height")
         .order_by("position")[:limit]
     )
 

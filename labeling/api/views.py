@@ -1,6 +1,6 @@
 """The REST API. Views are thin: they check roles, validate payloads and call services."""
 
-from django.db.models import Q
+from django.db.models import Count, Q
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
@@ -172,6 +172,25 @@ class ProjectViewSet(
         return self.get_paginated_response(s.JobSerializer(page, many=True).data)
 
 
+def assignment_payload(assignment) -> dict:
+    """What a labeler gets about the next image: nothing but the picture (blind labeling).
+
+    The same fields as ``AssignmentSerializer``, built directly: this is on every submit.
+    """
+    image = assignment.image
+    return {
+        "id": assignment.id,
+        "position": assignment.position,
+        "kind": assignment.kind,
+        "image": {
+            "id": image.id,
+            "width": image.width,
+            "height": image.height,
+            "display_url": f"/images/{image.id}/file/display/",
+        },
+    }
+
+
 def import_from_request(project: Project, request) -> ImportBatch:
     files = request.FILES.getlist("files")
     archive = request.FILES.get("archive")
@@ -262,8 +281,17 @@ class PhaseViewSet(viewsets.GenericViewSet, mixins.RetrieveModelMixin):
         return phase
 
     def _labeler(self) -> tuple[Phase, Membership]:
-        phase = self.get_object()
+        """The phase and the requester's labeler membership (the labeling hot path: two queries).
+
+        A labeler of the project who takes no part in the phase gets empty results
+        (``next`` answers 404), never another labeler's data.
+        """
+        phase = super().get_object()
         m = project_role(self.request, phase.project, LABELER)
+        if m is None:  # a superuser without a membership
+            raise NotFound()
+        m.user = self.request.user
+        m.project = phase.project
         return phase, m
 
     @extend_schema(request=s.PhaseOpenSerializer, responses=s.PhaseSerializer)
@@ -306,16 +334,19 @@ class PhaseViewSet(viewsets.GenericViewSet, mixins.RetrieveModelMixin):
     def next(self, request, pk=None):
         """My next image in this phase, the one after it (to preload), and my progress."""
         phase, m = self._labeler()
+        counts = phase.assignments.filter(labeler=m).aggregate(
+            total=Count("id"), done=Count("id", filter=Q(done_at__isnull=False))
+        )
+        if not counts["total"]:
+            raise NotFound()
         queue = selectors.assignment_queue(phase=phase, labeler=m, limit=2)
-        total = phase.assignments.filter(labeler=m).count()
-        done = phase.assignments.filter(labeler=m, done_at__isnull=False).count()
         return Response(
             {
                 "phase": {"id": phase.id, "kind": phase.kind, "status": phase.status},
-                "done": done,
-                "total": total,
-                "current": s.AssignmentSerializer(queue[0]).data if queue else None,
-                "preload": s.AssignmentSerializer(queue[1]).data if len(queue) > 1 else None,
+                "done": counts["done"],
+                "total": counts["total"],
+                "current": assignment_payload(queue[0]) if queue else None,
+                "preload": assignment_payload(queue[1]) if len(queue) > 1 else None,
             }
         )
 
@@ -342,12 +373,18 @@ class PhaseViewSet(viewsets.GenericViewSet, mixins.RetrieveModelMixin):
             tone_order=v.get("tone_order"), client_info=v.get("client_info"),
         )  # fmt: skip
         queue = selectors.assignment_queue(phase=phase, labeler=m, limit=2)
+        label = revision.label
         return Response(
             {
-                "label": s.MyLabelSerializer(revision.label).data,
+                "label": {
+                    "id": label.id, "image": label.image_id,
+                    "tones": [t for t in (label.tone_low, label.tone_high) if t is not None],
+                    "value": label.value, "uncertain": label.uncertain, "skip_reason": label.skip_reason,
+                    "n_revisions": label.n_revisions, "updated_at": label.updated_at,
+                },
                 "revision": revision.number,
-                "next": s.AssignmentSerializer(queue[0]).data if queue else None,
-                "preload": s.AssignmentSerializer(queue[1]).data if len(queue) > 1 else None,
+                "next": assignment_payload(queue[0]) if queue else None,
+                "preload": assignment_payload(queue[1]) if len(queue) > 1 else None,
             },
             # 201: a new label; 200: a changed answer, or a replay of a submit already stored.
             status=status.HTTP_201_CREATED

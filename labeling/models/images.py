@@ -24,7 +24,7 @@ class Subject(models.Model):
     attributes = models.JSONField(default=dict, blank=True)
 
     class Meta:
-        ordering = ["project", "external_id"]
+        ordering = ["project_id", "external_id"]
         constraints = [
             models.UniqueConstraint(fields=["project", "external_id"], name="unique_subject")
         ]
@@ -86,7 +86,7 @@ class ImportItem(models.Model):
     )
 
     class Meta:
-        ordering = ["batch", "id"]
+        ordering = ["batch_id", "id"]
 
 
 class Image(models.Model):
@@ -128,7 +128,7 @@ class Image(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["project", "id"]
+        ordering = ["project_id", "id"]
         constraints = [
             models.UniqueConstraint(fields=["project", "sha256"], name="unique_image_content"),
             models.UniqueConstraint(fields=["project", "external_id"], name="unique_image_id"),

@@ -36,7 +36,7 @@ class Label(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        ordering = ["phase", "image", "labeler"]
+        ordering = ["phase_id", "image_id", "labeler_id"]
         constraints = [
             models.UniqueConstraint(fields=["phase", "image", "labeler"], name="unique_label"),
         ]
@@ -89,7 +89,7 @@ class LabelRevision(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["label", "number"]
+        ordering = ["label_id", "number"]
         constraints = [
             models.UniqueConstraint(fields=["label", "number"], name="unique_revision_number"),
             # Either a skip (no tone, a reason) or at least one tone.

@@ -36,7 +36,7 @@ class Phase(models.Model):
     images = models.ManyToManyField(Image, through="PhaseImage", related_name="phases")
 
     class Meta:
-        ordering = ["project", "id"]
+        ordering = ["project_id", "id"]
         constraints = [
             models.UniqueConstraint(fields=["project", "kind"], name="unique_phase_kind"),
             models.CheckConstraint(
@@ -108,7 +108,7 @@ class Assignment(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["phase", "labeler", "position"]
+        ordering = ["phase_id", "labeler_id", "position"]
         constraints = [
             models.UniqueConstraint(
                 fields=["phase", "labeler", "image"], name="unique_assignment_image"
@@ -117,4 +117,11 @@ class Assignment(models.Model):
                 fields=["phase", "labeler", "position"], name="unique_assignment_position"
             ),
         ]
-        indexes = [models.Index(fields=["phase", "labeler", "done_at", "position"])]
+        indexes = [
+            # The next image of a labeler's queue: the first open assignment by position.
+            models.Index(
+                fields=["phase", "labeler", "position"],
+                condition=models.Q(done_at__isnull=True),
+                name="assignment_open_queue",
+            ),
+        ]

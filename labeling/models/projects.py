@@ -80,7 +80,7 @@ class Membership(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["project", "pseudonym"]
+        ordering = ["project_id", "pseudonym"]
         constraints = [
             models.UniqueConstraint(fields=["project", "user"], name="unique_membership"),
             models.UniqueConstraint(fields=["project", "pseudonym"], name="unique_pseudonym"),

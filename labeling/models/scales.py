@@ -52,7 +52,7 @@ class Tone(models.Model):
     hex_colour = models.CharField(max_length=7, validators=[hex_colour])
 
     class Meta:
-        ordering = ["scale", "position"]
+        ordering = ["scale_id", "position"]
         constraints = [
             models.UniqueConstraint(fields=["scale", "position"], name="unique_tone_position"),
             models.CheckConstraint(condition=models.Q(position__gte=1), name="tone_position_gte_1"),
