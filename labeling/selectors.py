@@ -74,7 +74,9 @@ def assignment_next(*, phase: Phase, labeler: Membership) -> Assignment | None:
 
 def assignment_queue(*, phase: Phase, labeler: Membership, after_position: int = 0, limit: int = 2):
     return list(
-        phase.assignments.filter(labeler=labeler, done_at__isnull=True, position__gt=after_position)
+        # Not ``phase.assignments``: the related manager would assign the phase to each row
+        # and so load the deferred ``phase_id`` with one query per row.
+        Assignment.objects.filter(phase_id=phase.id, labeler_id=labeler.id, done_at__isnull=True, position__gt=after_position)
         .select_related("image")
         .only("id", "position", "kind", "image__id", "image__width", "image__height")
         .order_by("position")[:limit]

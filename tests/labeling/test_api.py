@@ -294,3 +294,21 @@ def test_reviewer_role_sees_images_but_not_labels(project):
     assert api.get(f"/api/projects/{project.id}/images/").status_code == 200
     image = project.images.first()
     assert api.get(f"/api/images/{image.id}/labels/").status_code == 403
+
+
+def test_deleted_token_stops_working_at_once(lead):
+    api = client_for(lead)
+    assert api.get("/api/projects/").status_code == 200  # now cached
+    Token.objects.filter(user=lead).delete()
+    assert api.get("/api/projects/").status_code == 401
+
+
+def test_deactivated_user_is_refused(lead):
+    api = client_for(lead)
+    assert api.get("/api/projects/").status_code == 200
+    lead.is_active = False
+    lead.save()
+    from django.core.cache import cache
+
+    cache.clear()  # within TOKEN_CACHE_SECONDS a cached user may still pass; after it, refused
+    assert api.get("/api/projects/").status_code == 401

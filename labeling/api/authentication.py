@@ -1,0 +1,35 @@
+"""Token authentication with a short cache, for the labeling hot path.
+
+DRF's ``TokenAuthentication`` costs a query (token joined with user) on every
+request. Labelers submit every few seconds for hours, so the user behind a token
+is cached for ``TOKEN_CACHE_SECONDS``: a deleted token or a deactivated user
+stops working within that delay (deleting a token also clears its cache entry).
+"""
+
+from django.core.cache import cache
+from django.db.models.signals import post_delete
+from rest_framework.authentication import TokenAuthentication
+from rest_framework.authtoken.models import Token
+
+TOKEN_CACHE_SECONDS = 30
+
+
+def _key(token_key: str) -> str:
+    return f"api-token:{token_key}"
+
+
+class CachedTokenAuthentication(TokenAuthentication):
+    def authenticate_credentials(self, key):
+        cached = cache.get(_key(key))
+        if cached is not None and cached.is_active:
+            return cached, None
+        user, token = super().authenticate_credentials(key)
+        cache.set(_key(key), user, TOKEN_CACHE_SECONDS)
+        return user, token
+
+
+def _token_deleted(sender, instance: Token, **kwargs) -> None:
+    cache.delete(_key(instance.key))
+
+
+post_delete.connect(_token_deleted, sender=Token, dispatch_uid="cached-token-deleted")
