@@ -6,10 +6,53 @@ from django.db.models import Q, QuerySet
 from .models import Assignment, Image, Label, Membership, Phase, Project
 
 
+MEMBERSHIP_CACHE_SECONDS = 30
+
+
+def _membership_key(user_id: int, project_id: int) -> str:
+    return f"membership:{user_id}:{project_id}"
+
+
 def membership_for(user, project: Project) -> Membership | None:
+    """The user's active membership in ``project``, or None.
+
+    Asked on every request of a labeling session, so it is cached briefly; a
+    change of role or membership clears the entry (``post_save``/``post_delete``;
+    with a per-process cache, other processes see it within the cache time).
+    """
     if not user.is_authenticated:
         return None
-    return project.memberships.filter(user=user, is_active=True).first()
+    from django.core.cache import cache
+
+    key = _membership_key(user.id, project.id)
+    fields = cache.get(key)
+    if fields is None:
+        m = project.memberships.filter(user=user, is_active=True).order_by().first()
+        fields = {f.attname: getattr(m, f.attname) for f in Membership._meta.concrete_fields} if m else {}
+        cache.set(key, fields, MEMBERSHIP_CACHE_SECONDS)
+    if not fields:
+        return None
+    m = Membership(**fields)
+    m._state.adding = False
+    m._state.db = "default"
+    m.project = project
+    return m
+
+
+def _membership_changed(sender, instance: Membership, **kwargs) -> None:
+    from django.core.cache import cache
+
+    cache.delete(_membership_key(instance.user_id, instance.project_id))
+
+
+def _connect_signals() -> None:
+    from django.db.models.signals import post_delete, post_save
+
+    post_save.connect(_membership_changed, sender=Membership, dispatch_uid="membership-cache-save")
+    post_delete.connect(_membership_changed, sender=Membership, dispatch_uid="membership-cache-delete")
+
+
+_connect_signals()
 
 
 def is_lead(user, project: Project) -> bool:
@@ -46,6 +89,16 @@ def images_visible_to(user, project: Project) -> QuerySet[Image]:
         Q(assignments__labeler=m, assignments__phase__status__in=[Phase.Status.OPEN, Phase.Status.CLOSED])
         | Q(id__in=project.tone_examples.values("image_id"))  # example images shown with the instructions
     ).distinct()
+
+
+def labeler_can_view_image(m: Membership, image_id: int) -> bool:
+    """A labeler sees an image of their own queues (phases opened) or a tone example of the project."""
+    return (
+        Assignment.objects.filter(
+            labeler_id=m.id, image_id=image_id, phase__status__in=[Phase.Status.OPEN, Phase.Status.CLOSED]
+        ).exists()
+        or m.project.tone_examples.filter(image_id=image_id).exists()
+    )
 
 
 def image_filter_by_attributes(qs: QuerySet[Image], filters: dict[str, str]) -> QuerySet[Image]:

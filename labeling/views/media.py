@@ -9,7 +9,7 @@ from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_GET
 
 from ..models import Image, Membership
-from ..selectors import images_visible_to, membership_for
+from ..selectors import labeler_can_view_image, membership_for
 
 KINDS = {"display", "thumbnail", "original", "mask"}
 
@@ -42,12 +42,15 @@ def image_file(request, pk: int, kind: str):
     if kind not in KINDS:
         raise Http404
     image = get_object_or_404(Image.objects.select_related("project"), pk=pk)
-    if not images_visible_to(request.user, image.project).filter(pk=pk).exists():
-        raise Http404
-    m = membership_for(request.user, image.project)
-    is_labeler = not request.user.is_superuser and (m is None or m.role == Membership.Role.LABELER)
-    if is_labeler and kind != "display":
-        raise Http404  # labelers see the display image only (no mask: it can hint at the baseline)
+    if not request.user.is_superuser:
+        m = membership_for(request.user, image.project)
+        if m is None:
+            raise Http404
+        if m.role == Membership.Role.LABELER:
+            # Labelers see the display image only (a mask could hint at the baseline),
+            # of their own queues' images.
+            if kind != "display" or not labeler_can_view_image(m, image.id):
+                raise Http404
     if kind in ("display", "thumbnail") and image.derivative_status == Image.DerivativeStatus.PENDING:
         from ..services.images import image_make_derivatives
 

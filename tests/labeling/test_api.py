@@ -312,3 +312,17 @@ def test_deactivated_user_is_refused(lead):
 
     cache.clear()  # within TOKEN_CACHE_SECONDS a cached user may still pass; after it, refused
     assert api.get("/api/projects/").status_code == 401
+
+
+def test_removing_a_labeler_takes_effect_at_once(project, labelers):
+    add_images(project, 2)
+    phase = open_calibration_1(project, size=2, cal1=2)
+    api = client_for(labelers[0].user)
+    assert api.get(f"/api/phases/{phase.id}/next/").status_code == 200  # membership now cached
+    labelers[0].is_active = False
+    labelers[0].save()
+    assert api.get(f"/api/phases/{phase.id}/next/").status_code == 404
+    labelers[0].is_active = True
+    labelers[0].role = "reviewer"
+    labelers[0].save()
+    assert api.get(f"/api/phases/{phase.id}/next/").status_code == 403
