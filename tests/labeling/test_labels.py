@@ -255,3 +255,30 @@ def test_two_labelers_in_parallel_do_not_get_in_each_others_way(project, labeler
     for m in labelers[:2]:
         assert cal1.assignments.filter(labeler=m, done_at__isnull=True).count() == 0
         assert Label.objects.filter(phase=cal1, labeler=m).count() == 6
+
+
+def test_first_answer_rows_are_complete_on_every_database(cal1, labelers):
+    """A first answer (one SQL statement on PostgreSQL, ORM elsewhere) stores complete rows."""
+    from labeling.models import Assignment
+
+    m = labelers[0]
+    image_id = first_image(cal1, m)
+    client_id = uuid.uuid4()
+    rev = submit(cal1, m, image_id, tones=[7, 6], uncertain=True, time_spent_ms=1234, client_id=client_id,
+                 tone_order=list(range(10, 0, -1)), client_info={"colorGamut": "p3"})  # fmt: skip
+    label = Label.objects.get(pk=rev.label.pk)
+    stored = LabelRevision.objects.get(pk=rev.pk)
+    assignment = Assignment.objects.get(phase=cal1, labeler=m, image_id=image_id)
+    assert (label.phase_id, label.image_id, label.labeler_id, label.assignment_id) == (cal1.id, image_id, m.id, assignment.id)
+    assert (label.tone_low, label.tone_high, label.value, label.uncertain, label.skip_reason) == (6, 7, 6.5, True, "")
+    assert (label.is_valid, label.n_revisions, label.time_spent_ms, label.is_repeat) == (True, 1, 1234, False)
+    assert label.created_at is not None and label.updated_at is not None
+    assert (stored.number, stored.client_id, stored.source, stored.author_id) == (1, client_id, "labeler", m.user_id)
+    assert stored.tone_order == list(range(10, 0, -1)) and stored.client_info == {"colorGamut": "p3"}
+    assert assignment.done_at is not None
+    # The object returned matches what was stored.
+    assert (rev.number, rev.label.value, rev.label.id) == (1, 6.5, label.id)
+    # A skip through the same path.
+    other = cal1.assignments.filter(labeler=m, done_at__isnull=True).first().image_id
+    skipped = Label.objects.get(pk=submit(cal1, m, other, tones=[], skip_reason="image unusable").label.pk)
+    assert (skipped.tone_low, skipped.value, skipped.skip_reason) == (None, None, "image unusable")
