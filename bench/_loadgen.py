@@ -243,17 +243,23 @@ async def paced_loop(stats: Stats, t0: float, interval: float, work) -> None:
         k += 1
 
 
-def proc_cpu_seconds(pids: list[int]) -> float:
+def proc_cpu_seconds(pids: list[int]) -> dict[int, float]:
+    """CPU seconds (user + system) used so far by each of ``pids``."""
     tick = os.sysconf("SC_CLK_TCK")
-    total = 0.0
+    out = {}
     for pid in pids:
         try:
             with open(f"/proc/{pid}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+            out[pid] = (int(fields[11]) + int(fields[12])) / tick  # utime, stime
         except (OSError, IndexError, ValueError):
             continue
-    return total
+    return out
+
+
+def cpu_between(a: dict[int, float], b: dict[int, float]) -> float:
+    """CPU used between two snapshots by the processes alive at the second (new ones: all of theirs)."""
+    return sum(t - a.get(pid, 0.0) for pid, t in b.items())
 
 
 def process_groups(gunicorn_pid: int | None) -> dict[str, list[int]]:
@@ -310,8 +316,8 @@ class CpuMeter:
         return {
             "wall_s": wall,
             "loadgen_cores": (b["self"] - a["self"]) / wall,
-            "gunicorn_cores": (b["gunicorn"] - a["gunicorn"]) / wall,
-            "postgres_cores": (b["postgres"] - a["postgres"]) / wall,
+            "gunicorn_cores": cpu_between(a["gunicorn"], b["gunicorn"]) / wall,
+            "postgres_cores": cpu_between(a["postgres"], b["postgres"]) / wall,
             "machine_cores": ncpu * (b["busy"] - a["busy"]) / max(1, b["total"] - a["total"]),
             "ncpu": ncpu,
         }

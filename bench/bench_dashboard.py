@@ -63,7 +63,7 @@ def main(n_images: int = 100_000, n_labelers: int = 4) -> None:
     from django.test import Client
     from django.utils import timezone
 
-    from labeling.models import Membership, Phase, Scale
+    from labeling.models import Label, Membership, Phase, Scale
     from labeling.services import consensus as svc
     from labeling.services.projects import project_create
     from labeling.services.scales import scales_ensure_builtin
@@ -181,8 +181,28 @@ def main(n_images: int = 100_000, n_labelers: int = 4) -> None:
         print(f"    per-image JSON API             : {_fmt(images_api)}  ratio "
               f"{statistics.median(images_api) / reference:.1f}x")  # fmt: skip
         print(f"    /healthz reference             : {_fmt(health)}")
-        goal = statistics.median(cached_page)
-        print(f"goal (cached dashboard <= 1 s): {'met' if goal <= 1 else 'NOT met'} ({goal:.3f} s)")
+        # (d) after a label changes, with a real worker (stale-while-revalidate): the request
+        # serves the last computation and enqueues a refresh (recorded here, not sent).
+        from django.conf import settings as dj_settings
+
+        from labeling import consensus_tasks
+
+        dj_settings.FAIRTONE["CONSENSUS_BACKGROUND_REFRESH"] = True
+        dj_settings.CELERY_TASK_ALWAYS_EAGER = False
+        sent = []
+        consensus_tasks.consensus_refresh_task.delay = lambda *args: sent.append(args)
+        label = main_phase.labels.first()
+
+        def changed_then_get():
+            Label.objects.filter(pk=label.pk).update(updated_at=timezone.now())
+            cache.delete(svc._key("refreshing", main_phase.id, "any"))
+            return client.get(page_url)
+
+        stale_page = _timed(changed_then_get, 10)
+        print(f"(d) page right after a label change: {_fmt(stale_page)}  (stale-while-revalidate; "
+              f"{len(sent)} refresh tasks enqueued; the worker's recompute takes about (a))")  # fmt: skip
+        goal = max(statistics.median(cached_page), statistics.median(stale_page))
+        print(f"goal (dashboard answers <= 1 s, cached or right after a change): {'met' if goal <= 1 else 'NOT met'} ({goal:.3f} s)")
     finally:
         from django.db import connections
 
