@@ -13,20 +13,17 @@ from django.db import transaction
 logger = logging.getLogger(__name__)
 
 
+# Every task here: acknowledged after it ran (a worker that dies mid-task leaves it to
+# another), retried with backoff on transient storage errors (OSError), at most 3 times.
+RETRYING = {"bind": True, "acks_late": True, "autoretry_for": (OSError,), "retry_backoff": True, "max_retries": 3}
+
+
 def enqueue_on_commit(task, *args) -> None:
     """Send ``task`` once the current transaction commits (at once outside one)."""
     transaction.on_commit(lambda: task.delay(*args))
 
 
-@shared_task(
-    bind=True,
-    acks_late=True,
-    autoretry_for=(OSError,),
-    retry_backoff=True,
-    max_retries=3,
-    time_limit=300,
-    soft_time_limit=280,
-)
+@shared_task(**RETRYING, time_limit=300, soft_time_limit=280)
 def image_make_derivatives_task(self, image_id: int) -> str:
     from .models import Image
     from .services.images import image_make_derivatives
@@ -45,15 +42,7 @@ def image_make_derivatives_task(self, image_id: int) -> str:
 # for what one costs); the soft limit leaves time to record the unprocessed images.
 
 
-@shared_task(
-    bind=True,
-    acks_late=True,
-    autoretry_for=(OSError,),
-    retry_backoff=True,
-    max_retries=3,
-    time_limit=120,
-    soft_time_limit=100,
-)
+@shared_task(**RETRYING, time_limit=120, soft_time_limit=100)
 def baseline_run_task(self, job_id: int) -> int:
     """Start a baseline run: split its images into batches and enqueue one task per batch."""
     from .models import Job
@@ -68,15 +57,7 @@ def baseline_run_task(self, job_id: int) -> int:
     return len(batches)
 
 
-@shared_task(
-    bind=True,
-    acks_late=True,
-    autoretry_for=(OSError,),
-    retry_backoff=True,
-    max_retries=3,
-    time_limit=600,
-    soft_time_limit=540,
-)
+@shared_task(**RETRYING, time_limit=600, soft_time_limit=540)
 def baseline_batch_task(self, job_id: int, image_ids: list[int]) -> str:
     """Compute one batch of a run. Safe to run twice (a retried batch counts no image twice)."""
     from celery.exceptions import SoftTimeLimitExceeded
@@ -100,15 +81,7 @@ def baseline_batch_task(self, job_id: int, image_ids: list[int]) -> str:
     return "ok"
 
 
-@shared_task(
-    bind=True,
-    acks_late=True,
-    autoretry_for=(OSError,),
-    retry_backoff=True,
-    max_retries=3,
-    time_limit=120,
-    soft_time_limit=100,
-)
+@shared_task(**RETRYING, time_limit=120, soft_time_limit=100)
 def image_compute_baseline_task(self, image_id: int) -> str:
     """The baseline of a new image with its project's current parameters (skipped if present)."""
     from .models import Image
