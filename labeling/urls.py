@@ -2,11 +2,12 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from .views import labeler, lead, media
+from .views.auth import ThrottledLoginView
 
 urlpatterns = [
     path("", lead.home, name="home"),
     path("healthz", media.healthz, name="healthz"),
-    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("login/", ThrottledLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("projects/new/", lead.project_create_view, name="project-create"),
     path("projects/<int:pk>/", lead.project_detail, name="project-detail"),

@@ -1,7 +1,7 @@
 from django.urls import include, path
-from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter
 
+from ..views.auth import ThrottledObtainAuthToken
 from . import views
 
 router = DefaultRouter()
@@ -14,6 +14,6 @@ router.register("labels", views.LabelViewSet, basename="label")
 router.register("jobs", views.JobViewSet, basename="job")
 
 urlpatterns = [
-    path("auth/token/", obtain_auth_token, name="api-token"),
+    path("auth/token/", ThrottledObtainAuthToken.as_view(), name="api-token"),
     path("", include(router.urls)),
 ]

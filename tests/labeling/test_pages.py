@@ -109,3 +109,24 @@ def test_tone_examples_are_shown_to_labelers(client, project, lead, labelers):
     client.force_login(lead)
     r = client.post(f"/projects/{project.id}/examples/", {"tone_6": "missing-id"})
     assert "Not in this project" in r.content.decode()
+
+
+def test_password_guessing_is_slowed_down(client, lead):
+    for _ in range(10):
+        r = client.post("/login/", {"username": "lead", "password": "wrong"})
+        assert r.status_code == 200
+    r = client.post("/login/", {"username": "lead", "password": "pw-test-123"})
+    assert r.status_code == 429 and "Too many failed attempts" in r.content.decode()
+    # Another username from the same address is not locked out.
+    from tests.factories import UserFactory
+
+    UserFactory(username="other")
+    assert client.post("/login/", {"username": "other", "password": "pw-test-123"}).status_code == 302
+
+
+def test_token_endpoint_is_rate_limited(lead):
+    from rest_framework.test import APIClient
+
+    api = APIClient()
+    codes = [api.post("/api/auth/token/", {"username": "lead", "password": "wrong"}, format="json").status_code for _ in range(25)]
+    assert codes[0] == 400 and codes[-1] == 429
