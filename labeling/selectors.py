@@ -5,7 +5,6 @@ from django.db.models import Q, QuerySet
 
 from .models import Assignment, Image, Label, Membership, Phase, Project
 
-
 MEMBERSHIP_CACHE_SECONDS = 30
 
 
