@@ -39,7 +39,7 @@ def endpoints():
 
 def fill(path: str, ids: dict) -> str:
     def sub(match):
-        name = match.group(1)
+        # /api/<collection>/{id}/...: an id of a real object of that collection.
         return str(ids.get(path.split("/")[2], ids["default"]))
 
     return re.sub(r"\{(\w+)\}", sub, path)
