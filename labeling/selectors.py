@@ -40,8 +40,12 @@ def membership_for(user, project: Project) -> Membership | None:
 
 def _membership_changed(sender, instance: Membership, **kwargs) -> None:
     from django.core.cache import cache
+    from django.db import transaction
 
-    cache.delete(_membership_key(instance.user_id, instance.project_id))
+    key = _membership_key(instance.user_id, instance.project_id)
+    cache.delete(key)
+    # Again after commit: a request between the save and the commit may have cached the old row.
+    transaction.on_commit(lambda: cache.delete(key))
 
 
 def _connect_signals() -> None:
@@ -69,6 +73,20 @@ def require_role(user, project: Project, *roles: str) -> Membership | None:
     if m is None or (roles and m.role not in roles):
         raise PermissionDenied("You do not have access to this.")
     return m
+
+
+def can_create_projects(user) -> bool:
+    """Staff, or people given the ``labeling.add_project`` permission (e.g. in the admin).
+
+    Creating a project makes its creator the lead, who can create sign-ins and import
+    photos: a labeler must not be able to give themselves that role.
+    """
+    return user.is_authenticated and (user.is_staff or user.has_perm("labeling.add_project"))
+
+
+def can_import_from_server(user) -> bool:
+    """Importing from a server folder reads files outside any project: staff only."""
+    return user.is_authenticated and user.is_staff
 
 
 def projects_for(user) -> QuerySet[Project]:

@@ -5,7 +5,12 @@ from tests.factories import MembershipFactory, ProjectFactory, UserFactory
 
 @pytest.fixture
 def lead(db):
-    return UserFactory(username="lead")
+    """A project lead: may create projects (the ``labeling.add_project`` permission), not staff."""
+    from django.contrib.auth.models import Permission
+
+    user = UserFactory(username="lead")
+    user.user_permissions.add(Permission.objects.get(codename="add_project", content_type__app_label="labeling"))
+    return user
 
 
 @pytest.fixture

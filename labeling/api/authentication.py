@@ -29,7 +29,11 @@ class CachedTokenAuthentication(TokenAuthentication):
 
 
 def _token_deleted(sender, instance: Token, **kwargs) -> None:
-    cache.delete(_key(instance.key))
+    from django.db import transaction
+
+    key = _key(instance.key)
+    cache.delete(key)
+    transaction.on_commit(lambda: cache.delete(key))  # a request before the commit may have cached it
 
 
 post_delete.connect(_token_deleted, sender=Token, dispatch_uid="cached-token-deleted")

@@ -163,6 +163,15 @@ class PhaseSerializer(serializers.ModelSerializer):
         ]  # fmt: skip
 
 
+class LabelerPhaseSerializer(serializers.ModelSerializer):
+    """A phase as a labeler sees it: no selection seed or repeat count (they could reveal the
+    calibration-2 repeats and so unblind the test-retest)."""
+
+    class Meta:
+        model = Phase
+        fields = ["id", "kind", "status", "opened_at", "closed_at"]
+
+
 class CalibrationConfigureSerializer(serializers.Serializer):
     size = serializers.IntegerField(min_value=1, required=False)
     calibration_1_size = serializers.IntegerField(min_value=1, required=False)

@@ -5,7 +5,7 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 
@@ -55,6 +55,8 @@ class ProjectViewSet(
         return project
 
     def perform_create(self, serializer):
+        if not selectors.can_create_projects(self.request.user):
+            raise PermissionDenied("Creating projects needs staff status or the 'add project' permission.")
         serializer.instance = project_services.project_create(created_by=self.request.user, **serializer.validated_data)
 
     def perform_update(self, serializer):
@@ -150,6 +152,7 @@ class ProjectViewSet(
         qs = project.phases.order_by("id")
         if m is not None and m.role == LABELER:
             qs = qs.filter(assignments__labeler=m).exclude(status=Phase.Status.DRAFT).distinct()
+            return Response(s.LabelerPhaseSerializer(qs, many=True).data)
         return Response(s.PhaseSerializer(qs, many=True).data)
 
     @extend_schema(request=s.CalibrationConfigureSerializer, responses=s.PhaseSerializer(many=True))
@@ -199,6 +202,8 @@ def import_from_request(project: Project, request) -> ImportBatch:
     folder = data.get("folder") or None
     if folder is not None and not isinstance(folder, str):
         raise ValidationError({"folder": "A folder path on the server."})
+    if folder is not None and not selectors.can_import_from_server(request.user):
+        raise PermissionDenied("Importing from a server folder is for staff.")
     if manifest is not None:
         import zipfile
 
@@ -265,6 +270,12 @@ class ImageViewSet(viewsets.GenericViewSet, mixins.RetrieveModelMixin):
 class PhaseViewSet(viewsets.GenericViewSet, mixins.RetrieveModelMixin):
     serializer_class = s.PhaseSerializer
     queryset = Phase.objects.select_related("project", "project__scale")
+
+    def retrieve(self, request, *args, **kwargs):
+        phase = self.get_object()
+        if self.membership is not None and self.membership.role == LABELER:
+            return Response(s.LabelerPhaseSerializer(phase).data)
+        return Response(s.PhaseSerializer(phase).data)
 
     def get_object(self):
         phase = super().get_object()

@@ -52,7 +52,7 @@ class Project(models.Model):
 
     def ordered_tones(self) -> list[Tone]:
         tones = {t.position: t for t in self.scale.tones.all()}
-        order = [p for p in (self.tone_order or []) if p in tones]
+        order = list(dict.fromkeys(p for p in (self.tone_order or []) if p in tones))
         order += [p for p in sorted(tones) if p not in order]
         return [tones[p] for p in order]
 

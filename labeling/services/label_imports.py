@@ -7,10 +7,12 @@ invalid, and listed by the post-calibration review.
 
 import csv
 import io
+import math
 import uuid
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils import timezone
 
 from ..models import Label, LabelRevision, Phase
 from .labels import selection_clean
@@ -51,11 +53,19 @@ def labels_import(*, phase: Phase, data: bytes, user) -> dict:
     in_phase = set(phase.phase_images.values_list("image_id", flat=True))
     labelers = {m.pseudonym: m for m in project.memberships.filter(role="labeler")}
     report = {"imported": 0, "rejected": 0, "rows": []}
+    from .phases import _repeat_pairs
+
+    repeat_pairs = _repeat_pairs(phase)
     seen = set()
     for n, row in enumerate(reader, start=2):
         if n - 1 > MAX_ROWS:
             raise ValidationError(f"More than {MAX_ROWS} rows.")
-        row = {(k or "").strip(): (v or "").strip() for k, v in row.items()}
+        if None in row:  # more cells than columns
+            report["rejected"] += 1
+            report["rows"].append({"row": n, "image_id": str(row.get("image_id") or ""), "outcome": "rejected",
+                                   "reason": "this row has more cells than the header has columns"})  # fmt: skip
+            continue
+        row = {(k or "").strip(): (v if isinstance(v, str) else "").strip() for k, v in row.items()}
 
         def reject(reason: str, n=n, row=row) -> None:
             report["rejected"] += 1
@@ -77,9 +87,10 @@ def labels_import(*, phase: Phase, data: bytes, user) -> dict:
             continue
         try:
             tones = _parse_tones(row["tones"])
-            time_ms = int(round(float(row.get("time_spent_s") or 0) * 1000))
-            if not 0 <= time_ms <= 6 * 3600 * 1000:
+            seconds = float(row.get("time_spent_s") or 0)
+            if not math.isfinite(seconds) or not 0 <= seconds <= 6 * 3600:
                 raise ValueError
+            time_ms = int(round(seconds * 1000))
             selection = selection_clean(
                 phase=phase, tones=tones, uncertain=row.get("uncertain", "").lower() in TRUE,
                 skip_reason=row.get("skip_reason", ""), allow_invalid=True,
@@ -90,9 +101,14 @@ def labels_import(*, phase: Phase, data: bytes, user) -> dict:
         except ValidationError as exc:
             reject(" ".join(m for ms in exc.message_dict.values() for m in ms) if hasattr(exc, "error_dict") else " ".join(exc.messages))
             continue
+        assignment = phase.assignments.filter(labeler=labeler, image_id=image_id).first()
+        if assignment is not None:
+            is_repeat = assignment.is_repeat
+        else:
+            is_repeat = (image_id, labeler.id) in repeat_pairs
         with transaction.atomic():
             label = Label.objects.create(
-                phase=phase, image_id=image_id, labeler=labeler, is_repeat=False, tone_low=selection.tone_low,
+                phase=phase, image_id=image_id, labeler=labeler, is_repeat=is_repeat, tone_low=selection.tone_low,
                 tone_high=selection.tone_high, value=selection.value, uncertain=selection.uncertain,
                 skip_reason=selection.skip_reason, is_valid=selection.is_valid, n_revisions=1, time_spent_ms=time_ms,
             )  # fmt: skip
@@ -102,12 +118,10 @@ def labels_import(*, phase: Phase, data: bytes, user) -> dict:
                 uncertain=selection.uncertain, skip_reason=selection.skip_reason, time_spent_ms=time_ms,
                 author=user, reason="imported",
             )  # fmt: skip
-            assignment = phase.assignments.filter(labeler=labeler, image_id=image_id, done_at__isnull=True).first()
-            if assignment is not None:
-                from django.utils import timezone
-
-                assignment.done_at = timezone.now()
-                assignment.save(update_fields=["done_at"])
+            if assignment is not None and assignment.kind == "label":
+                if assignment.done_at is None:
+                    assignment.done_at = timezone.now()
+                    assignment.save(update_fields=["done_at"])
                 Label.objects.filter(pk=label.pk).update(assignment=assignment)
         seen.add((image_id, labeler.id))
         report["imported"] += 1

@@ -141,6 +141,16 @@ def spread_order(image_ids: list[int], subjects: dict[int, object], rng: np.rand
     return [image_id for _, image_id in keyed]
 
 
+def calibration_1_pairs(project: Project) -> set[tuple[int, int]]:
+    """(image_id, labeler_id) of every calibration-1 label: a calibration-2 label is a repeat
+    (test-retest, kept out of between-labeler statistics) only when its pair is in here."""
+    return set(
+        Label.objects.filter(phase__project=project, phase__kind=Phase.Kind.CALIBRATION_1).values_list(
+            "image_id", "labeler_id"
+        )
+    )
+
+
 def _distribute(phase: Phase, labelers: list[Membership], rng: np.random.Generator) -> dict[int, list[int]]:
     """Pick which labelers label each image: ``labels_per_image`` each, balanced loads.
 
@@ -154,9 +164,7 @@ def _distribute(phase: Phase, labelers: list[Membership], rng: np.random.Generat
     ids = [m.id for m in labelers]
     earlier: dict[int, set[int]] = defaultdict(set)
     if phase.kind == Phase.Kind.CALIBRATION_2:
-        for image_id, labeler_id in Label.objects.filter(
-            phase__project=phase.project, phase__kind=Phase.Kind.CALIBRATION_1
-        ).values_list("image_id", "labeler_id"):
+        for image_id, labeler_id in calibration_1_pairs(phase.project):
             earlier[image_id].add(labeler_id)
     for image_id, is_repeat in rows:
         first = earlier[image_id] if is_repeat else set()
@@ -169,6 +177,15 @@ def _distribute(phase: Phase, labelers: list[Membership], rng: np.random.Generat
             per_labeler[labeler_id].append(image_id)
             load[labeler_id] += 1
     return per_labeler
+
+
+def _repeat_pairs(phase: Phase) -> set[tuple[int, int]]:
+    """(image, labeler) pairs that are test-retest repeats in ``phase``: a repeated calibration
+    image labelled by that labeler in calibration 1. Anyone else labels it for the first time."""
+    repeated = set(phase.phase_images.filter(is_repeat=True).values_list("image_id", flat=True))
+    if not repeated:
+        return set()
+    return {(image_id, labeler_id) for image_id, labeler_id in calibration_1_pairs(phase.project) if image_id in repeated}
 
 
 @transaction.atomic
@@ -207,14 +224,14 @@ def phase_open(*, phase: Phase, labeler_ids: list[int] | None = None, labels_per
     phase.selection_seed = phase.selection_seed if phase.selection_seed is not None else new_seed()
     rng = np.random.default_rng(phase.selection_seed + 7)
     per_labeler = _distribute(phase, labelers, rng)
-    repeats = set(phase.phase_images.filter(is_repeat=True).values_list("image_id", flat=True))
+    repeats = _repeat_pairs(phase)
     subjects = dict(phase.project.images.values_list("id", "subject_id"))
     for membership in labelers:
         seed = new_seed()
         PhaseParticipant.objects.create(phase=phase, labeler=membership, shuffle_seed=seed)
         order = spread_order(per_labeler[membership.id], subjects, np.random.default_rng(seed))
         Assignment.objects.bulk_create(
-            Assignment(phase=phase, labeler=membership, image_id=image_id, position=pos, is_repeat=image_id in repeats)
+            Assignment(phase=phase, labeler=membership, image_id=image_id, position=pos, is_repeat=(image_id, membership.id) in repeats)
             for pos, image_id in enumerate(order, start=1)
         )
     phase.status = Phase.Status.OPEN
@@ -256,8 +273,13 @@ def phase_set_labels_per_image(*, phase: Phase, labels_per_image: int) -> int:
     phase.save()
     participants = list(phase.participants.select_related("labeler").order_by("id"))
     have = defaultdict(set)
-    for labeler_id, image_id in phase.assignments.filter(kind=Assignment.Kind.LABEL).values_list("labeler_id", "image_id"):
+    # Any assignment (relabel requests too) or label (imported ones may have no assignment) counts.
+    for labeler_id, image_id in phase.assignments.values_list("labeler_id", "image_id"):
         have[image_id].add(labeler_id)
+    for labeler_id, image_id in phase.labels.values_list("labeler_id", "image_id"):
+        have[image_id].add(labeler_id)
+    repeats = _repeat_pairs(phase)
+    repeat_images = {image_id for image_id, _ in repeats}
     load = dict(
         phase.assignments.values("labeler_id").annotate(n=Count("id")).values_list("labeler_id", "n")
     )
@@ -268,18 +290,20 @@ def phase_set_labels_per_image(*, phase: Phase, labels_per_image: int) -> int:
         if missing <= 0:
             continue
         candidates = [p.labeler_id for p in participants if p.labeler_id not in have[pi.image_id]]
-        candidates.sort(key=lambda i: (load.get(i, 0), rng.random()))
+        # A repeated image goes first to who labelled it in calibration 1 (a test-retest pair).
+        candidates.sort(
+            key=lambda i: ((pi.image_id, i) not in repeats if pi.image_id in repeat_images else True, load.get(i, 0), rng.random())
+        )
         for labeler_id in candidates[:missing]:
             added[labeler_id].append(pi.image_id)
             load[labeler_id] = load.get(labeler_id, 0) + 1
-    repeats = set(phase.phase_images.filter(is_repeat=True).values_list("image_id", flat=True))
     subjects = dict(phase.project.images.values_list("id", "subject_id"))
     n_added = 0
     for labeler_id, image_ids in added.items():
         start = (phase.assignments.filter(labeler_id=labeler_id).aggregate(m=Max("position"))["m"] or 0) + 1
         order = spread_order(image_ids, subjects, rng)
         Assignment.objects.bulk_create(
-            Assignment(phase=phase, labeler_id=labeler_id, image_id=i, position=start + k, is_repeat=i in repeats)
+            Assignment(phase=phase, labeler_id=labeler_id, image_id=i, position=start + k, is_repeat=(i, labeler_id) in repeats)
             for k, i in enumerate(order)
         )
         n_added += len(order)

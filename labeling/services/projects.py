@@ -102,8 +102,20 @@ def project_update(*, project: Project, **fields) -> Project:
         fields["instructions"] = sanitize_instructions(fields["instructions"])
     if "skip_reasons" in fields:
         fields["skip_reasons"] = _clean_skip_reasons(fields["skip_reasons"])
-    if "scale" in fields and fields["scale"] != project.scale and project.labels.exists():
-        raise ValidationError({"scale": "The scale cannot change once labels exist."})
+    from ..models import Label
+
+    if "scale" in fields and fields["scale"] != project.scale:
+        if Label.objects.filter(phase__project=project).exists():
+            raise ValidationError({"scale": "The scale cannot change once labels exist."})
+        if "tone_order" not in fields:
+            fields["tone_order"] = []  # the new scale's natural order
+    scale = fields.get("scale", project.scale)
+    positions = sorted(scale.tones.values_list("position", flat=True))
+    if fields.get("tone_order"):
+        if sorted(fields["tone_order"]) != positions:
+            raise ValidationError({"tone_order": "The order must list every tone of the scale once."})
+    elif "tone_order" in fields:
+        fields["tone_order"] = positions
     for key, value in fields.items():
         setattr(project, key, value)
     project.full_clean()

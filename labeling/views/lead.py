@@ -56,11 +56,17 @@ def home(request):
         )
         reflected = phase.reflections.filter(labeler=m).exists()
         my_phases.append({"phase": phase, "membership": m, **counts, "reflected": reflected})
-    return render(request, "labeling/home.html", {"projects": led, "my_phases": my_phases})
+    return render(
+        request,
+        "labeling/home.html",
+        {"projects": led, "my_phases": my_phases, "can_create": selectors.can_create_projects(request.user)},
+    )
 
 
 @login_required
 def project_create_view(request):
+    if not selectors.can_create_projects(request.user):
+        raise Http404
     form = ProjectForm(request.POST or None, user=request.user)
     if request.method == "POST" and form.is_valid():
         d = form.cleaned_data
@@ -164,7 +170,11 @@ def image_detail(request, pk: int):
 @login_required
 def project_import(request, pk: int):
     project, _ = _project(request, pk, LEAD)
-    return render(request, "labeling/project_import.html", {"project": project, "imports": project.imports.all()[:20]})
+    return render(
+        request,
+        "labeling/project_import.html",
+        {"project": project, "imports": project.imports.all()[:20], "can_use_folder": selectors.can_import_from_server(request.user)},
+    )
 
 
 @login_required

@@ -326,3 +326,36 @@ def test_removing_a_labeler_takes_effect_at_once(project, labelers):
     labelers[0].role = "reviewer"
     labelers[0].save()
     assert api.get(f"/api/phases/{phase.id}/next/").status_code == 403
+
+
+def test_labelers_cannot_make_themselves_leads(project, labelers, client):
+    """Creating a project (and so becoming its lead) needs staff or the add_project permission."""
+    api = client_for(labelers[0].user)
+    assert api.post("/api/projects/", {"name": "Mine"}, format="json").status_code == 403
+    client.force_login(labelers[0].user)
+    assert client.get("/projects/new/").status_code == 404
+    assert "New project" not in client.get("/").content.decode()
+
+
+def test_server_folder_imports_are_for_staff(lead_api, project, lead):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    r = lead_api.post(f"/api/projects/{project.id}/imports/", {
+        "manifest": SimpleUploadedFile("m.csv", b"file\\nx.png\\n"), "folder": "/"}, format="multipart")  # fmt: skip
+    assert r.status_code == 403 and "staff" in r.content.decode()
+
+
+def test_labelers_do_not_get_the_calibration_seed(project, labelers):
+    add_images(project, 4)
+    phase = open_calibration_1(project, size=4, cal1=4)
+    body = client_for(labelers[0].user).get(f"/api/projects/{project.id}/phases/").json()
+    assert body and all(set(p) <= {"id", "kind", "status", "opened_at", "closed_at"} for p in body)
+    detail = client_for(labelers[0].user).get(f"/api/phases/{phase.id}/").json()
+    assert "selection_seed" not in detail and "n_repeated" not in detail
+
+
+def test_a_bad_tone_order_is_refused(lead_api, project):
+    r = lead_api.patch(f"/api/projects/{project.id}/", {"tone_order": [1, 1, 2, 3, 4, 5, 6, 7, 8, 9]}, format="json")
+    assert r.status_code == 400
+    r = lead_api.patch(f"/api/projects/{project.id}/", {"tone_order": list(range(10, 0, -1))}, format="json")
+    assert r.status_code == 200 and r.json()["tone_order"] == list(range(10, 0, -1))
