@@ -22,6 +22,8 @@ from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.decorators import api_view
 from rest_framework.exceptions import NotFound
@@ -393,6 +395,13 @@ def baseline_job_retry(request, pk: int, job_id: int):
 # --- API --------------------------------------------------------------------------
 
 
+@extend_schema(
+    parameters=[
+        OpenApiParameter("flag", str, description="Only results with this quality flag"),
+        OpenApiParameter("ita_class", str, description="Only results of this ITA class"),
+    ],
+    responses=OpenApiTypes.OBJECT,
+)
 @api_view(["GET"])
 def api_baselines(request, pk: int):
     """Results for the project's current parameters (or ``?parameters_hash=``).
@@ -415,6 +424,7 @@ def api_baselines(request, pk: int):
     return response
 
 
+@extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
 @api_view(["POST"])
 def api_baselines_run(request, pk: int):
     """Start a run: ``{"parameters": {...}, "image_ids": [...]}`` (both optional). 202 with the job."""
@@ -442,6 +452,10 @@ def api_baselines_run(request, pk: int):
     return Response(payload, status=status.HTTP_202_ACCEPTED)
 
 
+@extend_schema(
+    parameters=[OpenApiParameter("phase", str, description="Phase id, or all (default)")],
+    responses=OpenApiTypes.OBJECT,
+)
 @api_view(["GET"])
 def api_baselines_comparison(request, pk: int):
     """Mean human label vs ITA and apparent albedo: ``?phase=<id>|all&exclude_flagged=1``."""
