@@ -21,6 +21,7 @@ from .projects import project_create
 from .scales import MONK_TONES
 
 DEMO_PASSWORD = "fairtone-demo"
+DEMO_NAME = "Demo: skin tone of synthetic portraits"
 DEMO_LABELERS = [
     ("labeler1", {"expertise": "dermatology nurse", "region_of_upbringing": "West Africa", "gender": "woman"}),
     ("labeler2", {"expertise": "photographer", "region_of_upbringing": "South Asia", "gender": "man"}),
@@ -99,14 +100,14 @@ def astronaut_bytes() -> bytes:
 def demo_project_create(*, n_subjects: int = 20, simulate_labels: bool = True) -> Project:
     """Create (or return) the demo project with its lead, four labelers and ~40 images."""
     User = get_user_model()
-    existing = Project.objects.filter(is_demo=True).first()
+    existing = Project.objects.filter(is_demo=True, name=DEMO_NAME).first()
     if existing is not None:
         return existing
     lead, _ = User.objects.get_or_create(username="lead", defaults={"is_staff": True, "is_superuser": True})
     lead.set_password(DEMO_PASSWORD)
     lead.save()
     project = project_create(
-        name="Demo: skin tone of synthetic portraits",
+        name=DEMO_NAME,
         description="A demo with synthetic images only (plus scikit-image's astronaut photo).",
         created_by=lead,
         labels_per_image=4,
@@ -180,4 +181,81 @@ def demo_project_create(*, n_subjects: int = 20, simulate_labels: bool = True) -
                     uncertain=bool(rng.random() < 0.1), time_spent_ms=int(rng.integers(2500, 9000)),
                     tone_order=list(range(1, 11)), client_info={"simulated": True},
                 )  # fmt: skip
+    return project
+
+
+FINISHED_NAME = "Demo: a finished study (all phases, simulated labels)"
+
+
+def _simulate_phase(phase, members, true_tone, rng, *, biases, noise=0.6, drift=None) -> None:
+    """Every labeler answers their whole queue: true tone + own bias (+ drift) + noise."""
+    drift = drift or {}
+    for k, m in enumerate(members):
+        for a in phase.assignments.filter(labeler=m, done_at__isnull=True).order_by("position"):
+            if rng.random() < 0.02:
+                label_submit(phase=phase, labeler=m, image_id=a.image_id, client_id=uuid.uuid4(),
+                             skip_reason="image unusable", time_spent_ms=int(rng.integers(1500, 4000)))  # fmt: skip
+                continue
+            value = true_tone[a.image_id] + biases[k] + drift.get(k, 0.0) + rng.normal(0, noise)
+            tone = int(np.clip(round(value), 1, 10))
+            tones = [tone, tone + 1] if (value - tone > 0.3 and tone < 10) else [tone]
+            label_submit(
+                phase=phase, labeler=m, image_id=a.image_id, client_id=uuid.uuid4(), tones=tones,
+                uncertain=bool(rng.random() < 0.08), time_spent_ms=int(rng.integers(2500, 9000)),
+                tone_order=list(range(1, 11)), client_info={"simulated": True},
+            )  # fmt: skip
+
+
+@transaction.atomic
+def demo_finished_study_create(*, lead, n_subjects: int = 24) -> Project:
+    """A second demo project whose four phases have all run (simulated), so the consensus
+    dashboard shows calibration vs main, test-retest, drift and bias, and the baseline
+    comparison has labels to compare with."""
+    from .phases import phase_close
+
+    existing = Project.objects.filter(name=FINISHED_NAME, is_demo=True).first()
+    if existing is not None:
+        return existing
+    User = get_user_model()
+    project = project_create(
+        name=FINISHED_NAME, created_by=lead, labels_per_image=3, is_demo=True,
+        description="Synthetic portraits with skin masks; every label is simulated (per-labeler bias and noise).",
+    )  # fmt: skip
+    members = []
+    for username, profile in DEMO_LABELERS:
+        user = User.objects.get(username=username)
+        members.append(
+            Membership.objects.create(project=project, user=user, role=Membership.Role.LABELER,
+                                      pseudonym=f"L{len(members) + 1:02d}", **profile)  # fmt: skip
+        )
+    rng = np.random.default_rng(7)
+    true_tone = {}
+    for s in range(n_subjects):
+        # Deeper tones under-represented, as the seed found in practice.
+        tone = int(rng.choice(np.arange(1, 11), p=[0.14, 0.16, 0.16, 0.14, 0.12, 0.1, 0.07, 0.05, 0.03, 0.03]))
+        subject = Subject.objects.create(
+            project=project, external_id=f"F{s + 1:03d}",
+            attributes={"gender": ["woman", "man"][s % 2], "body_shape": round(float(rng.normal(0, 1)), 2)},
+        )  # fmt: skip
+        for shot in range(2):
+            exposure = float(rng.choice([-0.5, 0.0, 0.0, 0.5]))
+            data, mask = synthetic_portrait(MONK_TONES[tone - 1][2], exposure_stops=exposure, seed=1000 + s * 10 + shot,
+                                            shirt=tuple(int(x) for x in rng.integers(30, 220, 3)), with_mask=True)  # fmt: skip
+            image = image_create_from_bytes(
+                project=project, filename=f"F{s + 1:03d}_{shot + 1}.jpg", data=data, subject=subject,
+                attributes={"exposure_stops": exposure}, is_synthetic=True, mask_data=mask, mask_kind="skin",
+            )  # fmt: skip
+            true_tone[image.id] = tone
+    calibration_configure(project=project, size=16, calibration_1_size=10, n_repeated=6, seed=2026)
+    biases = [0.0, 0.5, -0.4, 0.1]
+    cal1 = phase_open(phase=phase_get(project, "calibration_1"), labels_per_image=4)
+    _simulate_phase(cal1, members, true_tone, rng, biases=biases)
+    phase_close(phase=cal1)
+    cal2 = phase_open(phase=phase_get(project, "calibration_2"), labels_per_image=4)
+    _simulate_phase(cal2, members, true_tone, rng, biases=biases, drift={2: 0.6})  # L03 drifts deeper
+    phase_close(phase=cal2)
+    main = phase_open(phase=phase_get(project, "main"), labels_per_image=3)
+    _simulate_phase(main, members, true_tone, rng, biases=biases, noise=0.7)
+    phase_close(phase=main)
+    phase_open(phase=phase_get(project, "post_calibration"))
     return project

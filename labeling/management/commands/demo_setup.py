@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from labeling.services.demo import DEMO_LABELERS, DEMO_PASSWORD, demo_project_create
+from labeling.services.demo import DEMO_LABELERS, DEMO_PASSWORD, demo_finished_study_create, demo_project_create
 
 
 class Command(BaseCommand):
@@ -12,6 +12,8 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         project = demo_project_create(simulate_labels=not options["no_simulated_labels"])
         self.stdout.write(self.style.SUCCESS(f"Demo project #{project.pk}: {project.name}"))
+        finished = demo_finished_study_create(lead=project.created_by)
+        self.stdout.write(self.style.SUCCESS(f"Demo project #{finished.pk}: {finished.name}"))
         self.stdout.write(f"  lead:      lead / {DEMO_PASSWORD}")
         for username, _ in DEMO_LABELERS:
             self.stdout.write(f"  labeler:   {username} / {DEMO_PASSWORD}")
