@@ -164,7 +164,8 @@ def demo_project_create(*, n_subjects: int = 20, simulate_labels: bool = True) -
         attributes={"source": "scikit-image data.astronaut (public domain, NASA)"},
     )  # fmt: skip
     true_tone[image.id] = 3
-    calibration_configure(project=project, size=min(16, len(true_tone)), calibration_1_size=8, n_repeated=4, seed=59)
+    size = min(16, len(true_tone))
+    calibration_configure(project=project, size=size, calibration_1_size=min(8, size), n_repeated=min(4, size), seed=59)
     cal1 = phase_get(project, "calibration_1")
     cal1 = phase_open(phase=cal1)
     if simulate_labels:
@@ -246,7 +247,9 @@ def demo_finished_study_create(*, lead, n_subjects: int = 24) -> Project:
                 attributes={"exposure_stops": exposure}, is_synthetic=True, mask_data=mask, mask_kind="skin",
             )  # fmt: skip
             true_tone[image.id] = tone
-    calibration_configure(project=project, size=16, calibration_1_size=10, n_repeated=6, seed=2026)
+    size = min(16, len(true_tone) - 1)  # leave at least one image for the main phase
+    cal1_size = max(1, size * 5 // 8)
+    calibration_configure(project=project, size=size, calibration_1_size=cal1_size, n_repeated=min(6, cal1_size), seed=2026)
     biases = [0.0, 0.5, -0.4, 0.1]
     cal1 = phase_open(phase=phase_get(project, "calibration_1"), labels_per_image=4)
     _simulate_phase(cal1, members, true_tone, rng, biases=biases)
