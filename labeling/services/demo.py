@@ -171,17 +171,7 @@ def demo_project_create(*, n_subjects: int = 20, simulate_labels: bool = True) -
     if simulate_labels:
         # Labelers 2-4 have already labelled calibration 1 (simulated, with per-labeler bias and noise);
         # labeler1 has not, so the demo can be tried from the labeler's side.
-        for k, m in enumerate(members[1:], start=1):
-            bias = [0.0, 0.6, -0.4][k - 1]
-            for a in cal1.assignments.filter(labeler=m).order_by("position"):
-                value = true_tone[a.image_id] + bias + rng.normal(0, 0.7)
-                tone = int(np.clip(round(value), 1, 10))
-                tones = [tone, tone + 1] if (value - tone > 0.3 and tone < 10) else [tone]
-                label_submit(
-                    phase=cal1, labeler=m, image_id=a.image_id, client_id=uuid.uuid4(), tones=tones,
-                    uncertain=bool(rng.random() < 0.1), time_spent_ms=int(rng.integers(2500, 9000)),
-                    tone_order=list(range(1, 11)), client_info={"simulated": True},
-                )  # fmt: skip
+        _simulate_phase(cal1, members[1:], true_tone, rng, biases=[0.0, 0.6, -0.4], noise=0.7)
     return project
 
 
