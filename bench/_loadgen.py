@@ -185,8 +185,9 @@ class Labeler:
             self.display_url = assignment["image"]["display_url"]
 
     async def get_next(self, record: bool = True) -> bool:
-        resp = await timed(self.conn, self.stats if record else _NULL, "next", "GET",
-                           f"/api/phases/{self.phase}/next/", self.auth)  # fmt: skip
+        resp = await timed(
+            self.conn, self.stats if record else _NULL, "next", "GET", f"/api/phases/{self.phase}/next/", self.auth
+        )
         if resp is None or resp.status != 200:
             return False
         self._take(json.loads(resp.body)["current"])
@@ -205,8 +206,15 @@ class Labeler:
             "tone_order": list(range(1, 11)),
             "client_info": {"viewport": "1920x1080", "dpr": 1, "bench": True},
         }
-        resp = await timed(self.conn, self.stats, "submit", "POST", f"/api/phases/{self.phase}/labels/",
-                           self.post_headers, json.dumps(payload).encode())  # fmt: skip
+        resp = await timed(
+            self.conn,
+            self.stats,
+            "submit",
+            "POST",
+            f"/api/phases/{self.phase}/labels/",
+            self.post_headers,
+            json.dumps(payload).encode(),
+        )
         if resp is None or resp.status not in (200, 201):
             # Resynchronise with the server's view of the queue.
             return await self.get_next(record=False)

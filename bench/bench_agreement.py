@@ -51,15 +51,10 @@ def best_time(function: Callable[[], object], repeat: int) -> tuple[float, objec
 def bench_alpha() -> None:
     labels = simulated_labels(250_000)
     n_labels = int((~np.isnan(labels)).sum())
-    print(
-        f"Alpha: 250,000 images x 4 labelers, 10 tones, 20% missing "
-        f"({n_labels:,} labels present of 1,000,000 slots)"
-    )
+    print(f"Alpha: 250,000 images x 4 labelers, 10 tones, 20% missing ({n_labels:,} labels present of 1,000,000 slots)")
     for level in ("ordinal", "interval", "nominal", "ratio"):
         ours_s, ours = best_time(lambda lv=level: krippendorff_alpha(labels, lv), 5)
-        ref_s, ref = best_time(
-            lambda lv=level: krippendorff.alpha(labels, level_of_measurement=lv), 2
-        )
+        ref_s, ref = best_time(lambda lv=level: krippendorff.alpha(labels, level_of_measurement=lv), 2)
         print(
             f"  {level:8s} ours {ours_s * 1e3:8.1f} ms  krippendorff {ref_s * 1e3:8.1f} ms"
             f"  speed-up {ref_s / ours_s:6.1f}x  alpha ours {ours:.12f}"

@@ -32,17 +32,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from labeling.colorimetry import DEFAULT_MAX_PIXELS, detect_skin, measure_image
 
 
-def _smooth_noise(
-    rng: np.random.Generator, shape: tuple[int, int], cells: int
-) -> np.ndarray:
+def _smooth_noise(rng: np.random.Generator, shape: tuple[int, int], cells: int) -> np.ndarray:
     """Random field in [0, 1] with about ``cells`` features across the width."""
     height, width = shape
     small_w = max(2, cells)
     small_h = max(2, round(cells * height / width))
     small = rng.random((small_h, small_w)).astype(np.float32)
-    field = Image.fromarray(small, "F").resize(
-        (width, height), Image.Resampling.BICUBIC
-    )
+    field = Image.fromarray(small, "F").resize((width, height), Image.Resampling.BICUBIC)
     return np.asarray(field)
 
 
@@ -119,9 +115,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "photo.jpg"
         start = time.perf_counter()
-        Image.fromarray(make_photo(args.width, args.height)).save(
-            path, quality=90, subsampling="4:2:0"
-        )
+        Image.fromarray(make_photo(args.width, args.height)).save(path, quality=90, subsampling="4:2:0")
         print(
             f"synthetic photo {args.width}x{args.height} "
             f"({args.width * args.height / 1e6:.1f} MP), "
@@ -138,17 +132,11 @@ def main() -> None:
         measure_image(path, max_pixels=args.max_pixels)
 
         t_decode, _ = _median_time(pillow_decode, args.repeats)
-        t_measure, stats = _median_time(
-            lambda: measure_image(path, max_pixels=args.max_pixels), args.repeats
-        )
+        t_measure, stats = _median_time(lambda: measure_image(path, max_pixels=args.max_pixels), args.repeats)
         t_naive, reference_ita = _median_time(lambda: naive_ita(path), 2)
 
-    print(
-        f"(a) Pillow full decode            {t_decode * 1e3:8.1f} ms (median of {args.repeats})"
-    )
-    print(
-        f"(b) measure_image                 {t_measure * 1e3:8.1f} ms (median of {args.repeats})"
-    )
+    print(f"(a) Pillow full decode            {t_decode * 1e3:8.1f} ms (median of {args.repeats})")
+    print(f"(b) measure_image                 {t_measure * 1e3:8.1f} ms (median of {args.repeats})")
     print(f"(c) naive full-res float64        {t_naive * 1e3:8.1f} ms (median of 2)")
     print(
         f"analysed {stats['analysed_width']}x{stats['analysed_height']} "
@@ -156,9 +144,7 @@ def main() -> None:
         f"reduce {stats['decode']['reduce_factor']}), "
         f"skin fraction {stats['skin_fraction']:.3f}, flags {stats['flags']}"
     )
-    print(
-        f"ratio measure_image / pillow_decode = {t_measure / t_decode:.2f}  (goal <= 1.0)"
-    )
+    print(f"ratio measure_image / pillow_decode = {t_measure / t_decode:.2f}  (goal <= 1.0)")
     print(f"ratio naive / pillow_decode         = {t_naive / t_decode:.1f}")
     print(
         f"ITA: measure_image {stats['ita_median']:.3f}, full-res float64 "

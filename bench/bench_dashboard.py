@@ -83,7 +83,7 @@ def main(n_images: int = 100_000, n_labelers: int = 4) -> None:
                 user=user_model.objects.create_user(f"labeler{i}"),
                 role=Membership.Role.LABELER,
                 pseudonym=f"L{i}",
-            )  # fmt: skip
+            )
             for i in range(1, n_labelers + 1)
         ]
         main_phase = project.phases.get(kind=Phase.Kind.MAIN)
@@ -98,9 +98,29 @@ def main(n_images: int = 100_000, n_labelers: int = 4) -> None:
             ) as copy:
                 for i in range(n_images):
                     copy.write_row(
-                        (project.id, f"img{i:06d}", f"bench/dummy{i}.jpg", f"dummy{i}.jpg", f"{i:064x}", 1000,
-                         "JPEG", "RGB", 1, 640, 480, "{}", "", "", "", "", "ready", "", True, now)
-                    )  # fmt: skip
+                        (
+                            project.id,
+                            f"img{i:06d}",
+                            f"bench/dummy{i}.jpg",
+                            f"dummy{i}.jpg",
+                            f"{i:064x}",
+                            1000,
+                            "JPEG",
+                            "RGB",
+                            1,
+                            640,
+                            480,
+                            "{}",
+                            "",
+                            "",
+                            "",
+                            "",
+                            "ready",
+                            "",
+                            True,
+                            now,
+                        )
+                    )
             raw.execute("SELECT id FROM labeling_image WHERE project_id = %s ORDER BY id", [project.id])
             image_ids = [row[0] for row in raw.fetchall()]
             truth = rng.integers(1, 11, size=n_images)
@@ -123,9 +143,23 @@ def main(n_images: int = 100_000, n_labelers: int = 4) -> None:
                             high = low + 1 if pair[k, i] else None
                             row = (low, high, low + 0.5 if high else float(low), "")
                         copy.write_row(
-                            (main_phase.id, image_id, labeler.id, False, row[0], row[1], row[2],
-                             bool(uncertain[k, i]), row[3], True, 1, int(ms[k, i]), now, now)
-                        )  # fmt: skip
+                            (
+                                main_phase.id,
+                                image_id,
+                                labeler.id,
+                                False,
+                                row[0],
+                                row[1],
+                                row[2],
+                                bool(uncertain[k, i]),
+                                row[3],
+                                True,
+                                1,
+                                int(ms[k, i]),
+                                now,
+                                now,
+                            )
+                        )
             raw.execute("ANALYZE labeling_label")
         n_labels = main_phase.labels.count()
         print(f"set-up: {n_images:,} images, {n_labels:,} labels in {time.perf_counter() - start:.1f} s (COPY)")
@@ -167,19 +201,29 @@ def main(n_images: int = 100_000, n_labelers: int = 4) -> None:
 
         summary = svc.phase_summary(main_phase)
         alpha = summary["agreement"]["alpha"]["ordinal"]
-        print(f"main phase: alpha ordinal {alpha['value']} [{alpha['low']}, {alpha['high']}], "
-              f"{summary['n_images_2plus']:,} images with 2+ labels")  # fmt: skip
+        print(
+            f"main phase: alpha ordinal {alpha['value']} [{alpha['low']}, {alpha['high']}], "
+            f"{summary['n_images_2plus']:,} images with 2+ labels"
+        )
         print(f"(a) uncached dashboard computation : {_fmt(uncached_times)}")
         print(f"    of which the one label query   : {_fmt(load)}")
         print(f"    version aggregate (per request): {_fmt(version)}")
-        print(f"(b) cached dashboard page (Client) : {_fmt(cached_page)}  ratio to /healthz "
-              f"{statistics.median(cached_page) / reference:.1f}x")  # fmt: skip
-        print(f"    cached dashboard JSON API      : {_fmt(cached_api)}  ratio "
-              f"{statistics.median(cached_api) / reference:.1f}x")  # fmt: skip
-        print(f"(c) per-image page, filter + sort  : {_fmt(images_page)}  ratio "
-              f"{statistics.median(images_page) / reference:.1f}x")  # fmt: skip
-        print(f"    per-image JSON API             : {_fmt(images_api)}  ratio "
-              f"{statistics.median(images_api) / reference:.1f}x")  # fmt: skip
+        print(
+            f"(b) cached dashboard page (Client) : {_fmt(cached_page)}  ratio to /healthz "
+            f"{statistics.median(cached_page) / reference:.1f}x"
+        )
+        print(
+            f"    cached dashboard JSON API      : {_fmt(cached_api)}  ratio "
+            f"{statistics.median(cached_api) / reference:.1f}x"
+        )
+        print(
+            f"(c) per-image page, filter + sort  : {_fmt(images_page)}  ratio "
+            f"{statistics.median(images_page) / reference:.1f}x"
+        )
+        print(
+            f"    per-image JSON API             : {_fmt(images_api)}  ratio "
+            f"{statistics.median(images_api) / reference:.1f}x"
+        )
         print(f"    /healthz reference             : {_fmt(health)}")
         # (d) after a label changes, with a real worker (stale-while-revalidate): the request
         # serves the last computation and enqueues a refresh (recorded here, not sent).
@@ -199,10 +243,14 @@ def main(n_images: int = 100_000, n_labelers: int = 4) -> None:
             return client.get(page_url)
 
         stale_page = _timed(changed_then_get, 10)
-        print(f"(d) page right after a label change: {_fmt(stale_page)}  (stale-while-revalidate; "
-              f"{len(sent)} refresh tasks enqueued; the worker's recompute takes about (a))")  # fmt: skip
+        print(
+            f"(d) page right after a label change: {_fmt(stale_page)}  (stale-while-revalidate; "
+            f"{len(sent)} refresh tasks enqueued; the worker's recompute takes about (a))"
+        )
         goal = max(statistics.median(cached_page), statistics.median(stale_page))
-        print(f"goal (dashboard answers <= 1 s, cached or right after a change): {'met' if goal <= 1 else 'NOT met'} ({goal:.3f} s)")
+        print(
+            f"goal (dashboard answers <= 1 s, cached or right after a change): {'met' if goal <= 1 else 'NOT met'} ({goal:.3f} s)"
+        )
     finally:
         from django.db import connections
 

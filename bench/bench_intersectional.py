@@ -26,9 +26,7 @@ from metrics.unfairness import (
 def make_data(n, seed=0):
     rng = np.random.default_rng(seed)
     body = rng.lognormal(0.0, 0.25, n)
-    tone = np.clip(
-        np.round(rng.normal(4, 2, (n, 1)) + rng.integers(-1, 2, (n, 4))), 1, 10
-    )
+    tone = np.clip(np.round(rng.normal(4, 2, (n, 1)) + rng.integers(-1, 2, (n, 4))), 1, 10)
     tone = tone.mean(axis=1)
     errors = 1.0 + 0.1 * tone + rng.normal(0, 0.3, n)
     return errors, np.column_stack([body, tone])
@@ -60,15 +58,10 @@ def run(n, step):
     identical = np.array_equal(subset.members, reference)
     kind = "measured" if step == 1 else f"extrapolated from {exponents.size} of 151 eps"
     print(f"n = {n:,}")
-    print(
-        f"  ours, 151 eps:            {ours_time:8.2f} s  ({ours.n_customers} flagged)"
-    )
+    print(f"  ours, 151 eps:            {ours_time:8.2f} s  ({ours.n_customers} flagged)")
     print(f"  sklearn loop, 151 eps:    {full:8.2f} s  ({kind})")
     print(f"  ratio:                    {full / ours_time:8.1f}x  (goal >= 30x)")
-    print(
-        f"  flagged customers identical on the eps compared: {identical}"
-        f" ({reference.size} flagged)"
-    )
+    print(f"  flagged customers identical on the eps compared: {identical} ({reference.size} flagged)")
 
 
 if __name__ == "__main__":

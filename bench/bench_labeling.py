@@ -138,21 +138,31 @@ def seed_database(args: argparse.Namespace) -> dict:
         src = real[i % len(real)]
         fill.append(
             Image(
-                project=project, external_id=f"fill{i:05d}", original=src.original.name,
-                original_filename=src.original_filename, sha256=hashlib.sha256(f"fill{i}".encode()).hexdigest(),
-                file_size=src.file_size, format=src.format, source_mode=src.source_mode, width=src.width,
-                height=src.height, display=src.display.name, thumbnail=src.thumbnail.name,
+                project=project,
+                external_id=f"fill{i:05d}",
+                original=src.original.name,
+                original_filename=src.original_filename,
+                sha256=hashlib.sha256(f"fill{i}".encode()).hexdigest(),
+                file_size=src.file_size,
+                format=src.format,
+                source_mode=src.source_mode,
+                width=src.width,
+                height=src.height,
+                display=src.display.name,
+                thumbnail=src.thumbnail.name,
                 derivative_status=Image.DerivativeStatus.READY,
             )
-        )  # fmt: skip
+        )
     Image.objects.bulk_create(fill, batch_size=1000)
     users = User.objects.bulk_create(
         [User(username=f"bench-l{i:03d}", password=make_password(None)) for i in range(args.labelers)]
     )
     Membership.objects.bulk_create(
-        [Membership(project=project, user=u, role=Membership.Role.LABELER, pseudonym=f"L{i + 1:03d}")
-         for i, u in enumerate(users)]
-    )  # fmt: skip
+        [
+            Membership(project=project, user=u, role=Membership.Role.LABELER, pseudonym=f"L{i + 1:03d}")
+            for i, u in enumerate(users)
+        ]
+    )
     tokens = [Token.objects.create(user=u).key for u in users]
     n_images = project.images.count()
     cal1, _ = calibration_configure(project=project, size=n_images, calibration_1_size=n_images, n_repeated=0, seed=1)
@@ -207,10 +217,27 @@ def wait_healthy(port: int, proc: subprocess.Popen, timeout: float = 60.0) -> No
 def gunicorn(workers: int, threads: int, env: dict, app_dir: str, log: Path):
     port = free_port()
     cmd = [
-        sys.executable, "-m", "gunicorn", "config.wsgi", "-w", str(workers), "-k", "gthread",
-        "--threads", str(threads), "-b", f"127.0.0.1:{port}", "--keep-alive", "5",
-        "--log-level", "warning", "--error-logfile", str(log), "--worker-tmp-dir", "/dev/shm",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "config.wsgi",
+        "-w",
+        str(workers),
+        "-k",
+        "gthread",
+        "--threads",
+        str(threads),
+        "-b",
+        f"127.0.0.1:{port}",
+        "--keep-alive",
+        "5",
+        "--log-level",
+        "warning",
+        "--error-logfile",
+        str(log),
+        "--worker-tmp-dir",
+        "/dev/shm",
+    ]
     proc = subprocess.Popen(cmd, cwd=app_dir, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_healthy(port, proc)
@@ -242,9 +269,11 @@ def run_loadgen(spec: dict) -> dict:
         path = f.name
     try:
         out = subprocess.run(
-            [sys.executable, str(BENCH / "_loadgen.py"), path], capture_output=True, text=True,
+            [sys.executable, str(BENCH / "_loadgen.py"), path],
+            capture_output=True,
+            text=True,
             timeout=spec["warmup"] + spec["duration"] + 120,
-        )  # fmt: skip
+        )
     finally:
         os.unlink(path)
     if out.returncode != 0:
@@ -345,9 +374,15 @@ def main() -> None:
                 stored_ok, stored_note = check_display_served_as_stored(port, fx["tokens"][0], fx["check_image"])
                 spec = {**base_spec, "port": port, "gunicorn_pid": pid, "warmup": args.warmup}
                 paced = run_loadgen(
-                    {**spec, "mode": "paced", "duration": args.duration, "interval": args.interval,
-                     "next_every": args.next_every, "seed": workers * 100 + threads}
-                )  # fmt: skip
+                    {
+                        **spec,
+                        "mode": "paced",
+                        "duration": args.duration,
+                        "interval": args.interval,
+                        "next_every": args.next_every,
+                        "seed": workers * 100 + threads,
+                    }
+                )
                 sat = run_loadgen({**spec, "mode": "saturate", "duration": args.sat_duration, "seed": 7})
             rows = {
                 "submit-and-next": summary(paced["latencies"].get("submit", []), args.duration),

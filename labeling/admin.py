@@ -91,7 +91,18 @@ class RevisionInline(admin.TabularInline):
 
 @admin.register(models.Label)
 class LabelAdmin(admin.ModelAdmin):
-    list_display = ["id", "phase", "image", "labeler", "tone_low", "tone_high", "value", "uncertain", "skip_reason", "n_revisions"]
+    list_display = [
+        "id",
+        "phase",
+        "image",
+        "labeler",
+        "tone_low",
+        "tone_high",
+        "value",
+        "uncertain",
+        "skip_reason",
+        "n_revisions",
+    ]
     list_filter = ["phase__kind", "is_repeat", "uncertain"]
     readonly_fields = [f.name for f in models.Label._meta.fields]
     inlines = [RevisionInline]

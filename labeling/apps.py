@@ -5,3 +5,8 @@ class LabelingConfig(AppConfig):
     name = "labeling"
     verbose_name = "FairTone labeling"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from . import signals
+
+        signals.connect()

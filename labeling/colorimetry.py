@@ -216,13 +216,8 @@ FITZPATRICK_ITA_KINYANJUI_2020 = FitzpatrickMapping(
 #: phototypes are related but not equivalent.
 FITZPATRICK_ITA_CHARDON_CLASSES = FitzpatrickMapping(
     name="chardon_classes",
-    source=(
-        "Chardon et al. 1991 / Del Bino et al. 2006 ITA classes, read one "
-        "class per Fitzpatrick type"
-    ),
-    lower_bounds=tuple(
-        (bound, index + 1) for index, (bound, _label) in enumerate(ITA_CLASSES)
-    ),
+    source=("Chardon et al. 1991 / Del Bino et al. 2006 ITA classes, read one class per Fitzpatrick type"),
+    lower_bounds=tuple((bound, index + 1) for index, (bound, _label) in enumerate(ITA_CLASSES)),
 )
 
 
@@ -302,9 +297,7 @@ def ita_degrees(L: Any, b: Any) -> Any:
     return ita
 
 
-def classify_ita(
-    ita: float | None, classes: Sequence[tuple[float, str]] = ITA_CLASSES
-) -> str | None:
+def classify_ita(ita: float | None, classes: Sequence[tuple[float, str]] = ITA_CLASSES) -> str | None:
     """ITA skin-colour class (Chardon 1991 / Del Bino 2006).
 
     Parameters
@@ -331,8 +324,7 @@ def classify_ita(
 
 def fitzpatrick_from_ita(
     ita: float | None,
-    mapping: FitzpatrickMapping
-    | Sequence[tuple[float, int]] = FITZPATRICK_ITA_KINYANJUI_2020,
+    mapping: FitzpatrickMapping | Sequence[tuple[float, int]] = FITZPATRICK_ITA_KINYANJUI_2020,
 ) -> int | None:
     """Fitzpatrick type estimated from ITA with a configurable table.
 
@@ -360,9 +352,7 @@ def fitzpatrick_from_ita(
     >>> fitzpatrick_from_ita(15.0, FITZPATRICK_ITA_CHARDON_CLASSES)
     4
     """
-    bounds = (
-        mapping.lower_bounds if isinstance(mapping, FitzpatrickMapping) else mapping
-    )
+    bounds = mapping.lower_bounds if isinstance(mapping, FitzpatrickMapping) else mapping
     return _lookup(ita, bounds)
 
 
@@ -446,15 +436,11 @@ def skin_tone_stats(
     """
     rgb = np.asarray(rgb)
     if rgb.dtype != np.uint8 or rgb.ndim != 3 or rgb.shape[2] != 3:
-        raise ValueError(
-            f"rgb must be an H x W x 3 uint8 array, got {rgb.dtype} {rgb.shape}"
-        )
+        raise ValueError(f"rgb must be an H x W x 3 uint8 array, got {rgb.dtype} {rgb.shape}")
     if mask is not None:
         mask = np.asarray(mask)
         if mask.shape != rgb.shape[:2]:
-            raise MaskSizeError(
-                f"mask shape {mask.shape} differs from image shape {rgb.shape[:2]}"
-            )
+            raise MaskSizeError(f"mask shape {mask.shape} differs from image shape {rgb.shape[:2]}")
         mask = mask.astype(bool, copy=False)
     parameters = {
         "skin_detector": "mask" if mask is not None else "chai_ngan_ycbcr+kovac_rgb",
@@ -533,11 +519,7 @@ def _skin_tone_stats(
 
     # Image white: a percentile of Y over the whole image.
     all_linear = [np.take(_LINEAR_F32, flat[:, c]) for c in range(3)]
-    white = (
-        float(np.percentile(_luminance(*all_linear), parameters["white_percentile"]))
-        if n_pixels
-        else 0.0
-    )
+    white = float(np.percentile(_luminance(*all_linear), parameters["white_percentile"])) if n_pixels else 0.0
     if result["albedo"] is not None and white > 0:
         result["albedo_normalized"] = result["albedo"] / white
 
@@ -550,17 +532,12 @@ def _skin_tone_stats(
     if judged[0].size:
         brightest = np.maximum(np.maximum(judged[0], judged[1]), judged[2])
         clipped = float(np.count_nonzero(brightest >= clip_level)) / brightest.size
-        crushed = (
-            float(np.count_nonzero(brightest <= 255 - clip_level)) / brightest.size
-        )
+        crushed = float(np.count_nonzero(brightest <= 255 - clip_level)) / brightest.size
     else:
         clipped = crushed = 0.0
     if clipped > parameters["max_clipped_fraction"]:
         flags.append("clipped_highlights")
-    if (
-        white < parameters["min_white_luminance"]
-        or crushed > parameters["max_clipped_fraction"]
-    ):
+    if white < parameters["min_white_luminance"] or crushed > parameters["max_clipped_fraction"]:
         flags.append("underexposed")
 
     # Grey world on the non-skin pixels: channel sums over the image minus
@@ -569,11 +546,7 @@ def _skin_tone_stats(
     cast_ratio = None
     if n_background and n_background >= 0.05 * n_pixels:
         means = np.array(
-            [
-                (_sum(all_linear[c]) - (_sum(linear[c]) if n_skin else 0.0))
-                / n_background
-                for c in range(3)
-            ]
+            [(_sum(all_linear[c]) - (_sum(linear[c]) if n_skin else 0.0)) / n_background for c in range(3)]
         )
         if means.min() > 0:
             cast_ratio = float(means.max() / means.min())
@@ -656,9 +629,7 @@ def _lab_from_pixels(pixels: np.ndarray) -> np.ndarray:
     return np.stack(_lab_from_linear(*linear), axis=-1)
 
 
-def _lab_from_linear(
-    r: np.ndarray, g: np.ndarray, b: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _lab_from_linear(r: np.ndarray, g: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Linear sRGB channels (float32, 1-D) -> L*, a*, b* (float32, 1-D)."""
     f = []
     for row in _XYZN_FROM_RGB_F32:  # X/Xn, Y/Yn, Z/Zn, then CIE f()
@@ -668,9 +639,7 @@ def _lab_from_linear(
         ft = np.power(t, np.float32(1.0 / 3.0))
         small = t <= _LAB_EPSILON
         if small.any():
-            ft[small] = t[small] * np.float32(_LAB_KAPPA_SLOPE) + np.float32(
-                16.0 / 116.0
-            )
+            ft[small] = t[small] * np.float32(_LAB_KAPPA_SLOPE) + np.float32(16.0 / 116.0)
         f.append(ft)
     fx, fy, fz = f
     L = np.float32(116.0) * fy - np.float32(16.0)
@@ -761,9 +730,7 @@ def measure_image(
         width, height = _oriented_size(image.size, orientation)
         if mask_path is not None:
             mask_image = _open_image(mask_path, "mask")
-            mask_size = _oriented_size(
-                mask_image.size, _orientation(mask_image, mask_path)
-            )
+            mask_size = _oriented_size(mask_image.size, _orientation(mask_image, mask_path))
             if mask_size != (width, height):
                 raise MaskSizeError(
                     f"mask {os.fspath(mask_path)!r} is {mask_size[0]}x{mask_size[1]} "
@@ -776,9 +743,7 @@ def measure_image(
         if image.format == "JPEG":
             raw_width, raw_height = image.size
             for draft_scale in (1, 2, 4, 8):
-                scaled = math.ceil(raw_width / draft_scale) * math.ceil(
-                    raw_height / draft_scale
-                )
+                scaled = math.ceil(raw_width / draft_scale) * math.ceil(raw_height / draft_scale)
                 if scaled <= max_pixels:
                     break
             if draft_scale > 1:
@@ -801,18 +766,14 @@ def measure_image(
                 rgb_image = rgb_image.reduce(reduce_factor)
             array = np.asarray(rgb_image)
         except _DECODE_ERRORS as exc:
-            raise ImageDecodeError(
-                f"cannot decode image {os.fspath(path)!r}: {exc}"
-            ) from exc
+            raise ImageDecodeError(f"cannot decode image {os.fspath(path)!r}: {exc}") from exc
 
         mask = None
         if mask_image is not None:
             try:
                 mask = _mask_array(mask_image, (array.shape[1], array.shape[0]))
             except _DECODE_ERRORS as exc:
-                raise ImageDecodeError(
-                    f"cannot decode mask {os.fspath(mask_path)!r}: {exc}"
-                ) from exc
+                raise ImageDecodeError(f"cannot decode mask {os.fspath(mask_path)!r}: {exc}") from exc
     finally:
         image.close()
         if mask_image is not None:
@@ -861,9 +822,7 @@ def _open_image(path: str | os.PathLike[str], what: str) -> Image.Image:
     except FileNotFoundError:
         raise
     except _DECODE_ERRORS as exc:
-        raise ImageDecodeError(
-            f"cannot read {what} {os.fspath(path)!r}: {exc}"
-        ) from exc
+        raise ImageDecodeError(f"cannot read {what} {os.fspath(path)!r}: {exc}") from exc
 
 
 def _orientation(image: Image.Image, path: str | os.PathLike[str]) -> int:
@@ -891,9 +850,7 @@ def _to_rgb(image: Image.Image) -> tuple[Image.Image, str]:
         values = np.asarray(image).astype(np.int64).clip(0, 65535)
         grey = ((values * 255 + 32767) // 65535).astype(np.uint8)
         return Image.fromarray(grey, "L").convert("RGB"), icc_status
-    if mode in ("LA", "La", "PA", "RGBa") or (
-        mode == "P" and "transparency" in image.info
-    ):
+    if mode in ("LA", "La", "PA", "RGBa") or (mode == "P" and "transparency" in image.info):
         return image.convert("RGBA"), icc_status
     return image.convert("RGB"), icc_status
 

@@ -8,7 +8,9 @@ class ProjectForm(forms.Form):
     description = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
     scale = forms.ModelChoiceField(queryset=Scale.objects.none(), empty_label=None)
     labels_per_image = forms.IntegerField(min_value=1, max_value=50, initial=4)
-    allow_adjacent_pairs = forms.BooleanField(required=False, initial=True, label="Labelers may choose two adjacent tones")
+    allow_adjacent_pairs = forms.BooleanField(
+        required=False, initial=True, label="Labelers may choose two adjacent tones"
+    )
     offer_uncertain = forms.BooleanField(required=False, initial=True, label="Offer “uncertain”")
     skip_reasons = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 3}),
@@ -16,19 +18,26 @@ class ProjectForm(forms.Form):
         help_text="One reason per line.",
     )
     instructions = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 6}), required=False,
+        widget=forms.Textarea(attrs={"rows": 6}),
+        required=False,
         help_text="Rich text (HTML: paragraphs, lists, emphasis, links). Scripts and styles are removed.",
-    )  # fmt: skip
+    )
     custom_tones = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 4}), required=False, label="Custom scale tones",
+        widget=forms.Textarea(attrs={"rows": 4}),
+        required=False,
+        label="Custom scale tones",
         help_text="Only for a custom scale: one tone per line, lightest first, as “name, #hexcolour”.",
-    )  # fmt: skip
+    )
 
     def __init__(self, *args, user=None, **kwargs):
         super().__init__(*args, **kwargs)
         from django.db.models import Q
 
-        qs = Scale.objects.filter(Q(is_builtin=True) | Q(created_by=user)) if user else Scale.objects.filter(is_builtin=True)
+        qs = (
+            Scale.objects.filter(Q(is_builtin=True) | Q(created_by=user))
+            if user
+            else Scale.objects.filter(is_builtin=True)
+        )
         self.fields["scale"].queryset = qs
         self.fields["scale"].required = False
         self.fields["scale"].empty_label = "Custom scale (define tones below)"
@@ -67,12 +76,16 @@ class MemberForm(forms.Form):
 
 
 class CalibrationForm(forms.Form):
-    size = forms.IntegerField(min_value=1, initial=59, help_text="Images set aside for both calibrations (seed 000: 59).")
+    size = forms.IntegerField(
+        min_value=1, initial=59, help_text="Images set aside for both calibrations (seed 000: 59)."
+    )
     calibration_1_size = forms.IntegerField(min_value=1, required=False, help_text="Default: half, rounded up.")
     n_repeated = forms.IntegerField(
-        min_value=0, required=False, initial=30,
+        min_value=0,
+        required=False,
+        initial=30,
         help_text="Calibration-1 images shown again in calibration 2 to measure consistency (seed 000: 30).",
-    )  # fmt: skip
+    )
     seed = forms.IntegerField(min_value=0, required=False, help_text="Left empty: a new random seed, recorded.")
     image_ids = forms.CharField(required=False, help_text="Or pick by hand: image ids separated by commas.")
 

@@ -38,7 +38,7 @@ def membership_for(user, project: Project) -> Membership | None:
     return m
 
 
-def _membership_changed(sender, instance: Membership, **kwargs) -> None:
+def membership_cache_clear(sender, instance: Membership, **kwargs) -> None:
     from django.core.cache import cache
     from django.db import transaction
 
@@ -46,16 +46,6 @@ def _membership_changed(sender, instance: Membership, **kwargs) -> None:
     cache.delete(key)
     # Again after commit: a request between the save and the commit may have cached the old row.
     transaction.on_commit(lambda: cache.delete(key))
-
-
-def _connect_signals() -> None:
-    from django.db.models.signals import post_delete, post_save
-
-    post_save.connect(_membership_changed, sender=Membership, dispatch_uid="membership-cache-save")
-    post_delete.connect(_membership_changed, sender=Membership, dispatch_uid="membership-cache-delete")
-
-
-_connect_signals()
 
 
 def is_lead(user, project: Project) -> bool:
@@ -146,7 +136,9 @@ def assignment_queue(*, phase: Phase, labeler: Membership, after_position: int =
     return list(
         # Not ``phase.assignments``: the related manager would assign the phase to each row
         # and so load the deferred ``phase_id`` with one query per row.
-        Assignment.objects.filter(phase_id=phase.id, labeler_id=labeler.id, done_at__isnull=True, position__gt=after_position)
+        Assignment.objects.filter(
+            phase_id=phase.id, labeler_id=labeler.id, done_at__isnull=True, position__gt=after_position
+        )
         .select_related("image")
         .only("id", "position", "kind", "image__id", "image__width", "image__height")
         .order_by("position")[:limit]
@@ -156,14 +148,8 @@ def assignment_queue(*, phase: Phase, labeler: Membership, after_position: int =
 def labeler_history(*, phase: Phase, labeler: Membership) -> list[dict]:
     """The labeler's answered images in this phase, in the order they were shown."""
     rows = phase.assignments.filter(labeler=labeler, done_at__isnull=False).order_by("position")
-    labels = {
-        lab.assignment_id: lab
-        for lab in Label.objects.filter(phase=phase, labeler=labeler)
-    }
-    relabels = {
-        lab.id: lab
-        for lab in Label.objects.filter(id__in=[a.relabel_of_id for a in rows if a.relabel_of_id])
-    }
+    labels = {lab.assignment_id: lab for lab in Label.objects.filter(phase=phase, labeler=labeler)}
+    relabels = {lab.id: lab for lab in Label.objects.filter(id__in=[a.relabel_of_id for a in rows if a.relabel_of_id])}
     history = []
     for a in rows:
         label = relabels.get(a.relabel_of_id) if a.relabel_of_id else labels.get(a.id)

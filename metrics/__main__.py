@@ -16,12 +16,8 @@ def _parser() -> argparse.ArgumentParser:
         description="Join per-sample attributes and model errors on an id column and "
         "write report.json and report.html (figures embedded) into --out.",
     )
-    report.add_argument(
-        "--attributes", required=True, type=Path, help="CSV, JSONL or Parquet"
-    )
-    report.add_argument(
-        "--predictions", required=True, type=Path, help="CSV, JSONL or Parquet"
-    )
+    report.add_argument("--attributes", required=True, type=Path, help="CSV, JSONL or Parquet")
+    report.add_argument("--predictions", required=True, type=Path, help="CSV, JSONL or Parquet")
     report.add_argument("--out", required=True, type=Path, help="output directory")
     report.add_argument("--on", default="image_id", help="id column in both files")
     report.add_argument("--error", default="error", help="per-sample error column")
@@ -36,9 +32,7 @@ def _parser() -> argparse.ArgumentParser:
         default=1.7,
         help="error at or above which a cluster member counts as underperformed",
     )
-    report.add_argument(
-        "--min-samples", type=int, default=10, help="DBSCAN min_samples"
-    )
+    report.add_argument("--min-samples", type=int, default=10, help="DBSCAN min_samples")
     report.add_argument("--min-cluster-size", type=int, default=10)
     report.add_argument("--min-fraction", type=float, default=0.7)
     report.add_argument(
@@ -46,9 +40,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="score the ids present in both files instead of failing",
     )
-    report.add_argument(
-        "--groups", default="", help="comma-separated columns for disaggregated results"
-    )
+    report.add_argument("--groups", default="", help="comma-separated columns for disaggregated results")
     bar = report.add_mutually_exclusive_group()
     bar.add_argument("--progress", dest="progress", action="store_true", default=None)
     bar.add_argument("--no-progress", dest="progress", action="store_false")

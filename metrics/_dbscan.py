@@ -59,9 +59,7 @@ _FAR = tuple(
     (dx, dy)
     for dx in range(5)
     for dy in range(-4, 5)
-    if (dx > 0 or dy > 0)
-    and max(abs(dx), abs(dy)) >= 2
-    and (max(abs(dx) - 1, 0) ** 2 + max(abs(dy) - 1, 0) ** 2) <= 9
+    if (dx > 0 or dy > 0) and max(abs(dx), abs(dy)) >= 2 and (max(abs(dx) - 1, 0) ** 2 + max(abs(dy) - 1, 0) ** 2) <= 9
 )
 # Largest dense cell-lookup table (entries); beyond it we use a sorted search.
 _MAX_TABLE = 20_000_000
@@ -206,12 +204,8 @@ def _core_components(core_points: np.ndarray, reach: float, eps: float) -> np.nd
         cols.append(other[hit])
     n_comp, comp = _components(n_cells, rows, cols)
     if n_comp > 1:
-        lo = np.column_stack(
-            [np.minimum.reduceat(sorted_points[:, k], starts) for k in range(2)]
-        )
-        hi = np.column_stack(
-            [np.maximum.reduceat(sorted_points[:, k], starts) for k in range(2)]
-        )
+        lo = np.column_stack([np.minimum.reduceat(sorted_points[:, k], starts) for k in range(2)])
+        hi = np.column_stack([np.maximum.reduceat(sorted_points[:, k], starts) for k in range(2)])
         pair_a: list[np.ndarray] = []
         pair_b: list[np.ndarray] = []
         for dx, dy in _FAR:
@@ -235,9 +229,7 @@ def _core_components(core_points: np.ndarray, reach: float, eps: float) -> np.nd
             cols.append(b[sure])
             ua, ub = a[unsure], b[unsure]
             if ua.size:
-                linked = _link_uncertain(
-                    sorted_points, starts, counts, cell_of_sorted, lo, hi, ua, ub, reach
-                )
+                linked = _link_uncertain(sorted_points, starts, counts, cell_of_sorted, lo, hi, ua, ub, reach)
                 rows.append(ua[linked])
                 cols.append(ub[linked])
             n_comp, comp = _components(n_cells, rows, cols)
@@ -247,14 +239,10 @@ def _core_components(core_points: np.ndarray, reach: float, eps: float) -> np.nd
     return component
 
 
-def _components(
-    n_nodes: int, rows: list[np.ndarray], cols: list[np.ndarray]
-) -> tuple[int, np.ndarray]:
+def _components(n_nodes: int, rows: list[np.ndarray], cols: list[np.ndarray]) -> tuple[int, np.ndarray]:
     r = np.concatenate(rows) if rows else np.empty(0, dtype=np.intp)
     c = np.concatenate(cols) if cols else np.empty(0, dtype=np.intp)
-    graph = coo_matrix(
-        (np.ones(r.size, dtype=np.int8), (r, c)), shape=(n_nodes, n_nodes)
-    ).tocsr()
+    graph = coo_matrix((np.ones(r.size, dtype=np.int8), (r, c)), shape=(n_nodes, n_nodes)).tocsr()
     n_comp, comp = connected_components(graph, directed=False)
     return int(n_comp), comp.astype(np.intp, copy=False)
 

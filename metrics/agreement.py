@@ -77,16 +77,11 @@ def _as_reliability_data(reliability_data: npt.ArrayLike) -> np.ndarray:
     if data.size == 0:
         return data.reshape(0, 0) if data.ndim != 2 else data
     if data.ndim != 2:
-        raise ValueError(
-            "reliability_data must be a 2-D labelers x items array, "
-            f"got {data.ndim} dimension(s)."
-        )
+        raise ValueError(f"reliability_data must be a 2-D labelers x items array, got {data.ndim} dimension(s).")
     return data
 
 
-def _value_codes(
-    data: np.ndarray, value_domain: npt.ArrayLike | None
-) -> tuple[np.ndarray, np.ndarray]:
+def _value_codes(data: np.ndarray, value_domain: npt.ArrayLike | None) -> tuple[np.ndarray, np.ndarray]:
     """Map labels to column indices of the value domain.
 
     Returns the domain and a labelers x items ``intp`` array of column indices,
@@ -137,16 +132,10 @@ def _counts_from_codes(codes: np.ndarray, n_values: int) -> np.ndarray:
     return np.ascontiguousarray(counts.reshape(n_items, width)[:, :n_values])
 
 
-def _domain(
-    data: np.ndarray, value_domain: npt.ArrayLike | None
-) -> tuple[np.ndarray, np.ndarray]:
+def _domain(data: np.ndarray, value_domain: npt.ArrayLike | None) -> tuple[np.ndarray, np.ndarray]:
     """Return the value domain and the items x values count matrix."""
     if data.size == 0:
-        domain = (
-            np.zeros(0)
-            if value_domain is None
-            else np.asarray(value_domain, dtype=np.float64).ravel()
-        )
+        domain = np.zeros(0) if value_domain is None else np.asarray(value_domain, dtype=np.float64).ravel()
         n_items = data.shape[1] if data.ndim == 2 else 0
         return domain, np.zeros((n_items, domain.size), dtype=np.int64)
     domain, codes = _value_codes(data, value_domain)
@@ -184,9 +173,7 @@ def _coincidences_from_codes(codes: np.ndarray, n_values: int) -> np.ndarray:
     # cores are busy: OpenBLAS threads wait for each other).
     o = np.zeros(base * base)
     for first, second in itertools.permutations(range(n_labelers), 2):
-        o += np.bincount(
-            tuples[first] * base + tuples[second], weights=weight, minlength=base * base
-        )
+        o += np.bincount(tuples[first] * base + tuples[second], weights=weight, minlength=base * base)
     return o.reshape(base, base)[:n_values, :n_values]
 
 
@@ -226,9 +213,7 @@ def value_counts(
 
 def _check_level(level: str) -> None:
     if level not in _LEVELS:
-        raise ValueError(
-            f"level_of_measurement must be one of {_LEVELS}, got {level!r}."
-        )
+        raise ValueError(f"level_of_measurement must be one of {_LEVELS}, got {level!r}.")
 
 
 def _distance_matrix(values: np.ndarray, n_v: np.ndarray, level: str) -> np.ndarray:
@@ -250,17 +235,13 @@ def _distance_matrix(values: np.ndarray, n_v: np.ndarray, level: str) -> np.ndar
     ranks = np.arange(values.size)
     low = np.minimum.outer(ranks, ranks)
     high = np.maximum.outer(ranks, ranks)
-    cum = np.concatenate(
-        [np.zeros(n_v.shape[:-1] + (1,)), np.cumsum(n_v, axis=-1)], axis=-1
-    )
+    cum = np.concatenate([np.zeros(n_v.shape[:-1] + (1,)), np.cumsum(n_v, axis=-1)], axis=-1)
     between = cum[..., high + 1] - cum[..., low]
     ends = (n_v[..., :, None] + n_v[..., None, :]) / 2
     return (between - ends) ** 2
 
 
-def _coincidences(
-    counts: np.ndarray, item_weights: np.ndarray | None = None
-) -> np.ndarray:
+def _coincidences(counts: np.ndarray, item_weights: np.ndarray | None = None) -> np.ndarray:
     """Coincidence matrix ``o`` (values x values) of an items x values count matrix.
 
     ``o = sum_i w_i (c_i c_i^T - diag(c_i)) / (m_i - 1)`` over items with
@@ -471,9 +452,7 @@ class AlphaBootstrap:
     n_items: int
     n_pairable: int
     level_of_measurement: str
-    resampled: np.ndarray = field(
-        default_factory=lambda: np.zeros(0), repr=False, compare=False
-    )
+    resampled: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False, compare=False)
 
     @property
     def interpretation(self) -> str:
@@ -488,9 +467,7 @@ _BOOTSTRAP_CHUNK = 250
 def _count_patterns(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Distinct rows of an items x values count matrix and their frequencies."""
     n_values = counts.shape[1]
-    integral = np.issubdtype(counts.dtype, np.integer) or np.array_equal(
-        counts, np.round(counts)
-    )
+    integral = np.issubdtype(counts.dtype, np.integer) or np.array_equal(counts, np.round(counts))
     base = int(counts.max()) + 1 if counts.size else 1
     if integral and counts.min(initial=0) >= 0 and base**n_values < 2**62:
         # One integer key per row: much faster than np.unique(axis=0), which
@@ -620,9 +597,16 @@ def bootstrap_alpha(
     n_items = int(pairable.shape[0])
     n_pairable = int(m[m >= 2].sum()) if m.size else 0
     empty = AlphaBootstrap(
-        math.nan, math.nan, math.nan, confidence, n_resamples, 0, n_items,
-        n_pairable, level_of_measurement,
-    )  # fmt: skip
+        math.nan,
+        math.nan,
+        math.nan,
+        confidence,
+        n_resamples,
+        0,
+        n_items,
+        n_pairable,
+        level_of_measurement,
+    )
     if n_items == 0 or values.size < 2:
         return empty
 
@@ -647,9 +631,7 @@ def bootstrap_alpha(
         size = min(_BOOTSTRAP_CHUNK, n_resamples - start)
         weights = rng.multinomial(n_items, probabilities, size=size)
         o_upper = weights.astype(np.float64) @ contributions
-        alphas[start : start + size] = _alpha_batch(
-            o_upper, values, level_of_measurement
-        )
+        alphas[start : start + size] = _alpha_batch(o_upper, values, level_of_measurement)
     valid = alphas[~np.isnan(alphas)]
     if valid.size == 0:
         low = high = math.nan
@@ -657,9 +639,17 @@ def bootstrap_alpha(
         tail = (1 - confidence) / 2
         low, high = (float(q) for q in np.quantile(valid, [tail, 1 - tail]))
     return AlphaBootstrap(
-        estimate, low, high, confidence, n_resamples, int(valid.size), n_items,
-        n_pairable, level_of_measurement, alphas,
-    )  # fmt: skip
+        estimate,
+        low,
+        high,
+        confidence,
+        n_resamples,
+        int(valid.size),
+        n_items,
+        n_pairable,
+        level_of_measurement,
+        alphas,
+    )
 
 
 def alpha_leave_one_out(
@@ -702,13 +692,10 @@ def alpha_leave_one_out(
         raise ValueError("labelers must have one entry per row of reliability_data.")
     everyone = krippendorff_alpha(data, level_of_measurement, value_domain)
     without = [
-        krippendorff_alpha(np.delete(data, labeler, axis=0), level_of_measurement,
-                           value_domain)
+        krippendorff_alpha(np.delete(data, labeler, axis=0), level_of_measurement, value_domain)
         for labeler in range(n_labelers)
-    ]  # fmt: skip
-    frame = pd.DataFrame(
-        {"alpha_without": np.asarray(without, dtype=np.float64)}, index
-    )
+    ]
+    frame = pd.DataFrame({"alpha_without": np.asarray(without, dtype=np.float64)}, index)
     frame["change"] = frame["alpha_without"] - everyone
     frame.index.name = "labeler"
     return frame
@@ -960,9 +947,7 @@ def kappa_matrix(
         for second in range(first, n_labelers):
             if (present[first] & present[second]).sum() < min_common:
                 continue
-            kappa = cohen_kappa_weighted(
-                data[first], data[second], categories=categories, weights=weights
-            )
+            kappa = cohen_kappa_weighted(data[first], data[second], categories=categories, weights=weights)
             matrix[first, second] = matrix[second, first] = kappa
     return matrix
 
@@ -1031,15 +1016,11 @@ def k_of_n_agreement(reliability_data: npt.ArrayLike) -> pd.DataFrame:
     labelled = n_labels > 0
     frame = pd.DataFrame({"n_labels": n_labels[labelled], "k_agreed": k[labelled]})
     table = frame.value_counts().rename("n_items").sort_index().reset_index()
-    table["fraction"] = table["n_items"] / table.groupby("n_labels")[
-        "n_items"
-    ].transform("sum")
+    table["fraction"] = table["n_items"] / table.groupby("n_labels")["n_items"].transform("sum")
     return table.astype({"n_labels": "int64", "k_agreed": "int64", "n_items": "int64"})
 
 
-def unique_values_distribution(
-    reliability_data: npt.ArrayLike, *, min_labels: int = 1
-) -> pd.DataFrame:
+def unique_values_distribution(reliability_data: npt.ArrayLike, *, min_labels: int = 1) -> pd.DataFrame:
     """Distribution of the number of distinct values per item.
 
     Parameters
@@ -1215,9 +1196,7 @@ def labeler_bias(
         others = np.delete(data, position, axis=0)
         own = data[position]
         usable = ~np.isnan(own) & (~np.isnan(others)).any(axis=0)
-        median = (
-            np.nanmedian(others[:, usable], axis=0) if usable.any() else np.zeros(0)
-        )
+        median = np.nanmedian(others[:, usable], axis=0) if usable.any() else np.zeros(0)
         diff = own[usable] - median
         rows.append(
             pd.DataFrame(
@@ -1228,11 +1207,7 @@ def labeler_bias(
                 }
             )
         )
-    long = (
-        pd.concat(rows, ignore_index=True)
-        if rows
-        else pd.DataFrame({"labeler": [], "band": [], "diff": []})
-    )
+    long = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame({"labeler": [], "band": [], "diff": []})
     long["abs_diff"] = long["diff"].abs()
     keys = ["labeler", "band"] if by_band else ["labeler"]
     grouped = long.groupby(keys, sort=True)
@@ -1397,9 +1372,7 @@ def image_consensus(
         )
         mode, mode_count = float(unique[best]), int(frequency[best])
         low, high = float(array.min()), float(array.max())
-        covered = sorted(
-            {tone for tones in valid_tones for tone in range(tones[0], tones[-1] + 1)}
-        )
+        covered = sorted({tone for tones in valid_tones for tone in range(tones[0], tones[-1] + 1)})
         groups = 1 + sum(1 for a, b in itertools.pairwise(covered) if b - a > 1)
     else:
         mean = std = median = mode = low = high = nan
@@ -1410,11 +1383,7 @@ def image_consensus(
     overlap = several and bool(set.intersection(*(set(t) for t in valid_tones)))
     near = several and spread <= 1
     is_wide = bool(valid) and spread >= wide_range
-    flags = tuple(
-        name
-        for name, raised in (("wide_range", is_wide), ("invalid", has_invalid))
-        if raised
-    )
+    flags = tuple(name for name, raised in (("wide_range", is_wide), ("invalid", has_invalid)) if raised)
     return ImageConsensus(
         values=tuple(values),
         valid_values=tuple(valid),
@@ -1474,15 +1443,11 @@ def selections_to_arrays(
                 first[image, labeler] = tones[0]
                 if len(tones) > 1:
                     # Three or more tones are invalid; a gap >= 2 marks them so.
-                    second[image, labeler] = (
-                        tones[-1] if len(tones) == 2 else max(tones[-1], tones[0] + 2)
-                    )
+                    second[image, labeler] = tones[-1] if len(tones) == 2 else max(tones[-1], tones[0] + 2)
     return first, second
 
 
-def selection_values(
-    first_tone: npt.ArrayLike, second_tone: npt.ArrayLike | None = None
-) -> np.ndarray:
+def selection_values(first_tone: npt.ArrayLike, second_tone: npt.ArrayLike | None = None) -> np.ndarray:
     """Numeric value of each selection (``NaN`` for a skip or invalid pair).
 
     Parameters
@@ -1554,9 +1519,7 @@ def consensus_table(
     """
     first = np.atleast_2d(np.asarray(first_tone, dtype=np.float64))
     second = (
-        np.full_like(first, np.nan)
-        if second_tone is None
-        else np.atleast_2d(np.asarray(second_tone, dtype=np.float64))
+        np.full_like(first, np.nan) if second_tone is None else np.atleast_2d(np.asarray(second_tone, dtype=np.float64))
     )
     if second.shape != first.shape:
         raise ValueError("first_tone and second_tone must have the same shape.")
@@ -1580,9 +1543,7 @@ def consensus_table(
     lower_mid = np.maximum((n_valid - 1) // 2, 0)
     upper_mid = np.minimum(n_valid // 2, max(first.shape[1] - 1, 0))
     if first.shape[1]:
-        median = np.where(
-            has_any, (ordered[rows, lower_mid] + ordered[rows, upper_mid]) / 2, np.nan
-        )
+        median = np.where(has_any, (ordered[rows, lower_mid] + ordered[rows, upper_mid]) / 2, np.nan)
         minimum = np.where(has_any, ordered[:, 0], np.nan)
         maximum = np.where(has_any, ordered[rows, np.maximum(n_valid - 1, 0)], np.nan)
         equal_counts = (ordered[:, :, None] == ordered[:, None, :]).sum(axis=2)
@@ -1599,21 +1560,12 @@ def consensus_table(
     valid_high = np.where(valid, high, big)
     complete = (
         several
-        & (
-            np.where(valid, low, -big).max(axis=1, initial=-big)
-            == valid_low.min(axis=1, initial=big)
-        )
-        & (
-            np.where(valid, high, -big).max(axis=1, initial=-big)
-            == valid_high.min(axis=1, initial=big)
-        )
+        & (np.where(valid, low, -big).max(axis=1, initial=-big) == valid_low.min(axis=1, initial=big))
+        & (np.where(valid, high, -big).max(axis=1, initial=-big) == valid_high.min(axis=1, initial=big))
     )
     # Selections are intervals of consecutive tones: they share a tone iff the
     # largest lower end is at most the smallest upper end.
-    overlap = several & (
-        np.where(valid, low, -big).max(axis=1, initial=-big)
-        <= valid_high.min(axis=1, initial=big)
-    )
+    overlap = several & (np.where(valid, low, -big).max(axis=1, initial=-big) <= valid_high.min(axis=1, initial=big))
     with np.errstate(invalid="ignore"):
         near = several & (spread <= 1)
         is_wide = has_any & (spread >= wide_range)

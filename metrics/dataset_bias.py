@@ -29,14 +29,10 @@ def _as_distribution(distribution: ArrayLike) -> np.ndarray:
     if values.size < 2:
         raise ValueError("NSD needs at least two groups (the full category list)")
     if not np.all(np.isfinite(values)) or np.any(values < 0):
-        raise ValueError(
-            "distribution must hold finite, non-negative counts or proportions"
-        )
+        raise ValueError("distribution must hold finite, non-negative counts or proportions")
     total = values.sum()
     if total <= 0:
-        raise ValueError(
-            "distribution is empty (all counts are zero): NSD is undefined"
-        )
+        raise ValueError("distribution is empty (all counts are zero): NSD is undefined")
     return values / total
 
 
@@ -82,13 +78,9 @@ def nsd(distribution: ArrayLike) -> float:
 def _joint(contingency: ArrayLike) -> np.ndarray:
     table = np.asarray(contingency, dtype=float)
     if table.ndim != 2:
-        raise ValueError(
-            "contingency must be a 2-D table: rows are groups, columns are classes"
-        )
+        raise ValueError("contingency must be a 2-D table: rows are groups, columns are classes")
     if not np.all(np.isfinite(table)) or np.any(table < 0):
-        raise ValueError(
-            "contingency must hold finite, non-negative counts or proportions"
-        )
+        raise ValueError("contingency must hold finite, non-negative counts or proportions")
     total = table.sum()
     if total <= 0:
         raise ValueError("contingency table is empty: NMI/NPMI are undefined")
@@ -136,8 +128,7 @@ def nmi(contingency: ArrayLike) -> float:
     joint_entropy = float(-np.sum(p * np.log(p)))
     if joint_entropy <= 0:
         raise ValueError(
-            "NMI is undefined: all samples fall in a single (group, class) cell, so the joint "
-            "entropy is zero"
+            "NMI is undefined: all samples fall in a single (group, class) cell, so the joint entropy is zero"
         )
     mutual_information = float(np.sum(p * np.log(p / expected)))
     return min(max(mutual_information / joint_entropy, 0.0), 1.0)
@@ -185,9 +176,7 @@ def npmi(contingency: ArrayLike) -> np.ndarray:
     positive = joint > 0
     certain = positive & (joint >= 1.0)
     regular = positive & ~certain
-    result[regular] = np.log(joint[regular] / expected[regular]) / -np.log(
-        joint[regular]
-    )
+    result[regular] = np.log(joint[regular] / expected[regular]) / -np.log(joint[regular])
     result[certain] = 1.0
     result[(joint == 0) & (expected > 0)] = -1.0
     return np.clip(result, -1.0, 1.0)
@@ -196,9 +185,7 @@ def npmi(contingency: ArrayLike) -> np.ndarray:
 def _recall_matrix(recall: ArrayLike) -> np.ndarray:
     matrix = np.asarray(recall, dtype=float)
     if matrix.ndim != 2:
-        raise ValueError(
-            "recall must be a 2-D array: recall[c, g] for class c and group g"
-        )
+        raise ValueError("recall must be a 2-D array: recall[c, g] for class c and group g")
     if matrix.shape[1] < 2:
         raise ValueError("ID/OD need at least two demographic groups (columns)")
     if np.any(np.isnan(matrix)):

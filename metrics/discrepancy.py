@@ -117,9 +117,7 @@ def max_discrepancy(k: int, metric: Metric = "l2") -> float:
     return _raw(one_hot, metric)
 
 
-def fairness_discrepancy(
-    p: ArrayLike, metric: Metric = "l2", normalize: bool = True
-) -> float:
+def fairness_discrepancy(p: ArrayLike, metric: Metric = "l2", normalize: bool = True) -> float:
     """Fairness discrepancy of a distribution against the uniform distribution (seed 002).
 
     Parameters
@@ -199,22 +197,16 @@ class CleamEstimate:
         return np.array([self.p_star, 1.0 - self.p_star])
 
 
-def _accuracies(
-    alpha_0: float | None, alpha_1: float | None, confusion: ArrayLike | None
-) -> tuple[float, float]:
+def _accuracies(alpha_0: float | None, alpha_1: float | None, confusion: ArrayLike | None) -> tuple[float, float]:
     if confusion is not None:
         if alpha_0 is not None or alpha_1 is not None:
             raise ValueError("give either alpha_0/alpha_1 or confusion, not both")
         matrix = np.asarray(confusion, dtype=float)
         if matrix.shape != (2, 2) or np.any(matrix < 0):
-            raise ValueError(
-                "confusion must be a non-negative 2x2 matrix [true, predicted]"
-            )
+            raise ValueError("confusion must be a non-negative 2x2 matrix [true, predicted]")
         rows = matrix.sum(axis=1)
         if np.any(rows <= 0):
-            raise ValueError(
-                "confusion has a class with no true samples: accuracy undefined"
-            )
+            raise ValueError("confusion has a class with no true samples: accuracy undefined")
         return float(matrix[0, 0] / rows[0]), float(matrix[1, 1] / rows[1])
     if alpha_0 is None or alpha_1 is None:
         raise ValueError("give alpha_0 and alpha_1, or a confusion matrix")
@@ -292,11 +284,7 @@ def cleam_correct(
     if not 0.0 < ci < 1.0:
         raise ValueError("ci must lie in (0, 1)")
     observed = np.atleast_1d(np.asarray(p_hat, dtype=float))
-    if (
-        observed.ndim != 1
-        or observed.size == 0
-        or np.any((observed < 0) | (observed > 1))
-    ):
+    if observed.ndim != 1 or observed.size == 0 or np.any((observed < 0) | (observed > 1)):
         raise ValueError("p_hat must be proportions in [0, 1]")
 
     def invert(value: float) -> float:

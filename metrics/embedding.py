@@ -102,9 +102,7 @@ class EmbeddingFairness:
     cluster_nmi: SubgroupScores
 
 
-def _prepare(
-    embeddings: ArrayLike, normalize: bool, n_expected: int | None = None
-) -> np.ndarray:
+def _prepare(embeddings: ArrayLike, normalize: bool, n_expected: int | None = None) -> np.ndarray:
     points = np.asarray(embeddings, dtype=float)
     if points.ndim != 2 or points.shape[0] < 2:
         raise ValueError("embeddings must be a 2-D array (n_points >= 2, n_dims)")
@@ -115,9 +113,7 @@ def _prepare(
     if normalize:
         norms = np.linalg.norm(points, axis=1, keepdims=True)
         if np.any(norms == 0):
-            raise ValueError(
-                "cannot L2-normalise a zero embedding; pass normalize=False"
-            )
+            raise ValueError("cannot L2-normalise a zero embedding; pass normalize=False")
         points = points / norms
     return points
 
@@ -208,9 +204,7 @@ def recall_at_k(
     return _summarise(f"recall@{k}", float(hits.mean()), per_group, sizes, {}, True)
 
 
-def _alignment_sums(
-    points: np.ndarray, labels: np.ndarray, alpha: float
-) -> tuple[np.ndarray, np.ndarray]:
+def _alignment_sums(points: np.ndarray, labels: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     """Per anchor: sum of ``||z_i - z_j||**alpha`` over same-class ``j != i``, and pair count."""
     n = points.shape[0]
     totals = np.zeros(n)
@@ -291,9 +285,7 @@ def alignment(
         undefined["overall"] = "every class has a single point: no positive pairs"
     else:
         overall = float(totals.sum() / counts.sum())
-    return _summarise(
-        f"alignment(alpha={alpha:g})", overall, per_group, sizes, undefined, False
-    )
+    return _summarise(f"alignment(alpha={alpha:g})", overall, per_group, sizes, undefined, False)
 
 
 def _uniformity_kl(points: np.ndarray) -> tuple[float, str | None]:
@@ -411,14 +403,10 @@ def cluster_nmi(
     clusters_wanted = n_clusters or int(np.unique(label_values).size)
     if not 1 <= clusters_wanted <= points.shape[0]:
         raise ValueError("n_clusters must lie in [1, n_points]")
-    clusters = KMeans(
-        n_clusters=clusters_wanted, random_state=seed, n_init=n_init
-    ).fit_predict(points)
+    clusters = KMeans(n_clusters=clusters_wanted, random_state=seed, n_init=n_init).fit_predict(points)
     names, codes = _group_codes(groups, points.shape[0])
     per_group = {
-        name: float(
-            normalized_mutual_info_score(label_values[codes == i], clusters[codes == i])
-        )
+        name: float(normalized_mutual_info_score(label_values[codes == i], clusters[codes == i]))
         for i, name in enumerate(names)
     }
     sizes = {name: int(np.sum(codes == i)) for i, name in enumerate(names)}
@@ -467,7 +455,5 @@ def embedding_fairness(
         recall_at_k=recall_at_k(embeddings, labels, groups, k=k, normalize=normalize),
         alignment=alignment(embeddings, labels, groups, normalize=normalize),
         uniformity=uniformity(embeddings, groups, normalize=normalize),
-        cluster_nmi=cluster_nmi(
-            embeddings, labels, groups, seed=seed, normalize=normalize
-        ),
+        cluster_nmi=cluster_nmi(embeddings, labels, groups, seed=seed, normalize=normalize),
     )

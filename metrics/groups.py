@@ -153,9 +153,7 @@ class CountMetric:
     def __name__(self) -> str:  # so that it names itself like a function
         return self.name
 
-    def parts(
-        self, y_true: ArrayLike, y_pred: ArrayLike
-    ) -> tuple[np.ndarray, np.ndarray]:
+    def parts(self, y_true: ArrayLike, y_pred: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
         """Per-sample numerator and denominator terms; the metric is ``sum(num) / sum(den)``."""
         truth = np.asarray(y_true)
         pred = np.asarray(y_pred)
@@ -172,17 +170,11 @@ class CountMetric:
         if name == "selection_rate":
             return positive_pred.astype(float), ones
         if name == "recall":
-            return (positive_true & positive_pred).astype(float), positive_true.astype(
-                float
-            )
+            return (positive_true & positive_pred).astype(float), positive_true.astype(float)
         if name == "precision":
-            return (positive_true & positive_pred).astype(float), positive_pred.astype(
-                float
-            )
+            return (positive_true & positive_pred).astype(float), positive_pred.astype(float)
         # false_positive_rate
-        return (~positive_true & positive_pred).astype(float), (~positive_true).astype(
-            float
-        )
+        return (~positive_true & positive_pred).astype(float), (~positive_true).astype(float)
 
     def from_sums(self, numerator: float, denominator: float, n: int) -> MetricValue:
         """The metric value from summed parts over ``n`` samples."""
@@ -227,17 +219,13 @@ def _call_metric(function: Callable, name: str, y_true: np.ndarray, y_pred: np.n
         try:
             result = function(y_true, y_pred)
         except (ZeroDivisionError, ValueError, FloatingPointError) as error:
-            return MetricValue.undefined(
-                f"{name} raised {type(error).__name__}: {error}"
-            )
+            return MetricValue.undefined(f"{name} raised {type(error).__name__}: {error}")
     undefined_warning = None
     for record in caught:
         if record.category.__name__ == "UndefinedMetricWarning":
             undefined_warning = str(record.message)
         else:
-            warnings.warn_explicit(
-                record.message, record.category, record.filename, record.lineno
-            )
+            warnings.warn_explicit(record.message, record.category, record.filename, record.lineno)
     if undefined_warning is not None:
         return MetricValue.undefined(f"{name}: {undefined_warning}")
     if isinstance(result, MetricValue):
@@ -248,16 +236,12 @@ def _call_metric(function: Callable, name: str, y_true: np.ndarray, y_pred: np.n
     return MetricValue(value)
 
 
-def _feature_table(
-    sensitive_features: Any, n: int
-) -> tuple[list[str], list[list], np.ndarray]:
+def _feature_table(sensitive_features: Any, n: int) -> tuple[list[str], list[list], np.ndarray]:
     """Names, levels per feature, and an (n, n_features) array of level codes."""
     if isinstance(sensitive_features, pd.DataFrame):
         columns = {str(c): sensitive_features[c] for c in sensitive_features.columns}
     elif isinstance(sensitive_features, pd.Series):
-        columns = {
-            str(sensitive_features.name or "sensitive_feature_0"): sensitive_features
-        }
+        columns = {str(sensitive_features.name or "sensitive_feature_0"): sensitive_features}
     elif isinstance(sensitive_features, pd.Categorical):
         columns = {"sensitive_feature_0": sensitive_features}
     elif isinstance(sensitive_features, Mapping):
@@ -267,9 +251,7 @@ def _feature_table(
         if array.ndim == 1:
             columns = {"sensitive_feature_0": array}
         elif array.ndim == 2:
-            columns = {
-                f"sensitive_feature_{i}": array[:, i] for i in range(array.shape[1])
-            }
+            columns = {f"sensitive_feature_{i}": array[:, i] for i in range(array.shape[1])}
         else:
             raise ValueError("sensitive_features must be 1-D or 2-D")
     if not columns:
@@ -278,9 +260,7 @@ def _feature_table(
     for name, column in columns.items():
         series = pd.Series(column).reset_index(drop=True)
         if series.shape[0] != n:
-            raise ValueError(
-                f"sensitive feature {name!r} has {series.shape[0]} rows, not {n}"
-            )
+            raise ValueError(f"sensitive feature {name!r} has {series.shape[0]} rows, not {n}")
         if series.isna().any():
             raise ValueError(
                 f"sensitive feature {name!r} has missing values; give them an explicit "
@@ -403,10 +383,7 @@ class MetricFrame:
     def __init__(
         self,
         *,
-        metrics: Callable
-        | str
-        | Mapping[str, Callable | str]
-        | Sequence[Callable | str],
+        metrics: Callable | str | Mapping[str, Callable | str] | Sequence[Callable | str],
         y_true: ArrayLike,
         y_pred: ArrayLike,
         sensitive_features: Any,
@@ -434,9 +411,7 @@ class MetricFrame:
         if len(names) == 1:
             self.groups = [levels[0][c[0]] for c in combos]
         else:
-            self.groups = [
-                tuple(levels[i][c[i]] for i in range(len(names))) for c in combos
-            ]
+            self.groups = [tuple(levels[i][c[i]] for i in range(len(names))) for c in combos]
         # One flat code per row: mixed-radix number of the per-feature codes.
         radices = [len(lv) for lv in levels]
         flat = np.zeros(n, dtype=np.int64)
@@ -445,19 +420,11 @@ class MetricFrame:
         order = np.argsort(flat, kind="stable")
         bounds = np.searchsorted(flat[order], np.arange(len(combos) + 1))
         self._indices = [order[bounds[g] : bounds[g + 1]] for g in range(len(combos))]
-        self.group_sizes = {
-            g: int(ix.size) for g, ix in zip(self.groups, self._indices)
-        }
-        self.empty_groups = tuple(
-            g for g, size in self.group_sizes.items() if size == 0
-        )
-        self.small_groups = tuple(
-            g for g, size in self.group_sizes.items() if size < min_group_size
-        )
+        self.group_sizes = {g: int(ix.size) for g, ix in zip(self.groups, self._indices)}
+        self.empty_groups = tuple(g for g, size in self.group_sizes.items() if size == 0)
+        self.small_groups = tuple(g for g, size in self.group_sizes.items() if size < min_group_size)
         if self.small_groups:
-            listed = ", ".join(
-                f"{g!r} (n={self.group_sizes[g]})" for g in self.small_groups
-            )
+            listed = ", ".join(f"{g!r} (n={self.group_sizes[g]})" for g in self.small_groups)
             warnings.warn(
                 f"{len(self.small_groups)} group(s) below min_group_size={min_group_size}: "
                 f"{listed}; their metrics are unreliable",
@@ -467,9 +434,7 @@ class MetricFrame:
         self._point: dict[str, list[MetricValue]] = {}
         self.overall: dict[str, MetricValue] = {}
         for name, function in self._metrics.items():
-            self._point[name] = [
-                self._evaluate(function, name, ix) for ix in self._indices
-            ]
+            self._point[name] = [self._evaluate(function, name, ix) for ix in self._indices]
             self.overall[name] = self._evaluate(function, name, np.arange(n))
         self._boot_groups: dict[str, np.ndarray] = {}
         self._boot_overall: dict[str, np.ndarray] = {}
@@ -484,9 +449,7 @@ class MetricFrame:
         def resolve(item: Callable | str) -> Callable:
             if isinstance(item, str):
                 if item not in BUILTIN_METRICS:
-                    raise ValueError(
-                        f"unknown built-in metric {item!r}: {list(BUILTIN_METRICS)}"
-                    )
+                    raise ValueError(f"unknown built-in metric {item!r}: {list(BUILTIN_METRICS)}")
                 return BUILTIN_METRICS[item]
             if not callable(item):
                 raise TypeError(f"metric {item!r} is not callable")
@@ -514,21 +477,13 @@ class MetricFrame:
         for name in self._metrics:
             self._boot_groups[name] = np.full((self.n_boot, n_groups), np.nan)
             self._boot_overall[name] = np.full(self.n_boot, np.nan)
-        count_metrics = {
-            k: f for k, f in self._metrics.items() if isinstance(f, CountMetric)
-        }
-        other_metrics = {
-            k: f for k, f in self._metrics.items() if k not in count_metrics
-        }
-        parts = {
-            k: f.parts(self._y_true, self._y_pred) for k, f in count_metrics.items()
-        }
+        count_metrics = {k: f for k, f in self._metrics.items() if isinstance(f, CountMetric)}
+        other_metrics = {k: f for k, f in self._metrics.items() if k not in count_metrics}
+        parts = {k: f.parts(self._y_true, self._y_pred) for k, f in count_metrics.items()}
         # Sums per (replicate, group) for the vectorised built-ins.
         sums = {k: np.zeros((2, self.n_boot, n_groups)) for k in count_metrics}
         # Resampled rows per replicate, only needed by arbitrary callables.
-        chosen: list[list[np.ndarray]] = (
-            [[] for _ in range(self.n_boot)] if other_metrics else []
-        )
+        chosen: list[list[np.ndarray]] = [[] for _ in range(self.n_boot)] if other_metrics else []
         for g, rows in enumerate(self._indices):
             size = rows.size
             if size == 0:
@@ -549,9 +504,7 @@ class MetricFrame:
             with np.errstate(all="ignore"):
                 per_group = np.where(denominator > 0, numerator / denominator, np.nan)
                 total_den = denominator.sum(axis=1)
-                total = np.where(
-                    total_den > 0, numerator.sum(axis=1) / total_den, np.nan
-                )
+                total = np.where(total_den > 0, numerator.sum(axis=1) / total_den, np.nan)
             per_group[:, sizes == 0] = np.nan
             self._boot_groups[k] = per_group
             self._boot_overall[k] = total
@@ -560,12 +513,8 @@ class MetricFrame:
                 group_rows = iter(chosen[b])
                 for g, rows in enumerate(self._indices):
                     if rows.size:
-                        self._boot_groups[k][b, g] = float(
-                            self._evaluate(function, k, next(group_rows))
-                        )
-                self._boot_overall[k][b] = float(
-                    self._evaluate(function, k, np.concatenate(chosen[b]))
-                )
+                        self._boot_groups[k][b, g] = float(self._evaluate(function, k, next(group_rows)))
+                self._boot_overall[k][b] = float(self._evaluate(function, k, np.concatenate(chosen[b])))
 
     def _interval(self, samples: np.ndarray) -> tuple[float | None, float | None, int]:
         finite = samples[~np.isnan(samples)]
@@ -584,12 +533,9 @@ class MetricFrame:
     def _attach_intervals(self) -> None:
         for name in self._metrics:
             self._point[name] = [
-                self._with_interval(v, self._boot_groups[name][:, g])
-                for g, v in enumerate(self._point[name])
+                self._with_interval(v, self._boot_groups[name][:, g]) for g, v in enumerate(self._point[name])
             ]
-            self.overall[name] = self._with_interval(
-                self.overall[name], self._boot_overall[name]
-            )
+            self.overall[name] = self._with_interval(self.overall[name], self._boot_overall[name])
 
     # -- results ----------------------------------------------------------------------------
 
@@ -609,9 +555,7 @@ class MetricFrame:
         if len(self.sensitive_feature_names) == 1:
             index = pd.Index(self.groups, name=self.sensitive_feature_names[0])
         else:
-            index = pd.MultiIndex.from_tuples(
-                self.groups, names=self.sensitive_feature_names
-            )
+            index = pd.MultiIndex.from_tuples(self.groups, names=self.sensitive_feature_names)
         small = set(self.small_groups)
         data: dict[str, list] = {
             "n": [self.group_sizes[g] for g in self.groups],
@@ -622,12 +566,8 @@ class MetricFrame:
             data[name] = [float(v) for v in cells]
             data[f"{name}_reason"] = [v.reason for v in cells]
             if self.n_boot:
-                data[f"{name}_ci_low"] = [
-                    np.nan if v.ci_low is None else v.ci_low for v in cells
-                ]
-                data[f"{name}_ci_high"] = [
-                    np.nan if v.ci_high is None else v.ci_high for v in cells
-                ]
+                data[f"{name}_ci_low"] = [np.nan if v.ci_low is None else v.ci_low for v in cells]
+                data[f"{name}_ci_high"] = [np.nan if v.ci_high is None else v.ci_high for v in cells]
         return pd.DataFrame(data, index=index)
 
     def _summary(self, kind: str) -> dict[str, MetricValue]:

@@ -97,15 +97,11 @@ def load_table(path: Path, id_column: str):
         elif suffix in {".parquet", ".pq"}:
             table = pd.read_parquet(path)
         else:
-            raise ReportInputError(
-                [f"{path}: unknown extension {suffix!r} (use .csv, .jsonl or .parquet)"]
-            )
+            raise ReportInputError([f"{path}: unknown extension {suffix!r} (use .csv, .jsonl or .parquet)"])
     except ReportInputError:
         raise
     except Exception as exc:  # noqa: BLE001 - pandas raises many types for bad files
-        raise ReportInputError(
-            [f"{path}: cannot read ({type(exc).__name__}: {exc})"]
-        ) from None
+        raise ReportInputError([f"{path}: cannot read ({type(exc).__name__}: {exc})"]) from None
     if id_column in table.columns:
         ids = table[id_column]
         table[id_column] = ids.where(ids.isna(), ids.astype(str))
@@ -116,9 +112,7 @@ def _join(options: ReportOptions):
     attributes = load_table(options.attributes, options.on)
     predictions = load_table(options.predictions, options.on)
     problems = []
-    wanted_attributes = [
-        c for c in (options.gender, options.skin_tone, options.body_shape) if c
-    ] + list(options.groups)
+    wanted_attributes = [c for c in (options.gender, options.skin_tone, options.body_shape) if c] + list(options.groups)
     for name, table, columns in (
         (options.attributes, attributes, [options.on, *wanted_attributes]),
         (options.predictions, predictions, [options.on, options.error]),
@@ -126,13 +120,10 @@ def _join(options: ReportOptions):
         missing = [c for c in columns if c not in table.columns]
         if missing:
             problems.append(
-                f"{name}: missing column(s) {', '.join(missing)}; "
-                f"available: {', '.join(map(str, table.columns))}"
+                f"{name}: missing column(s) {', '.join(missing)}; available: {', '.join(map(str, table.columns))}"
             )
     if not (options.gender or options.skin_tone or options.body_shape):
-        problems.append(
-            "nothing to evaluate: give --gender, --skin-tone and/or --body-shape"
-        )
+        problems.append("nothing to evaluate: give --gender, --skin-tone and/or --body-shape")
     if problems:
         raise ReportInputError(problems)
 
@@ -143,9 +134,7 @@ def _join(options: ReportOptions):
         ids = table[options.on]
         if ids.isna().any():
             rows = (np.flatnonzero(ids.isna().to_numpy()) + 1)[:_MAX_EXAMPLES].tolist()
-            problems.append(
-                f"{name}: {int(ids.isna().sum())} empty id(s), data rows {rows}"
-            )
+            problems.append(f"{name}: {int(ids.isna().sum())} empty id(s), data rows {rows}")
         duplicated = ids[ids.duplicated(keep=False) & ids.notna()].unique()
         if duplicated.size:
             problems.append(
@@ -214,9 +203,7 @@ def _join(options: ReportOptions):
                 f"value(s), at {options.on} {', '.join(map(str, ids))}"
             )
     if len(merged) < 3:
-        problems.append(
-            f"too few samples: {len(merged)} matched row(s), need at least 3"
-        )
+        problems.append(f"too few samples: {len(merged)} matched row(s), need at least 3")
     if problems:
         raise ReportInputError(problems)
     return merged, unmatched
@@ -258,8 +245,7 @@ def build_report(options: ReportOptions) -> dict:
             "error_column": options.error,
             "threshold": options.threshold,
             "alpha": options.alpha,
-            "severity_rule": "ratio = |score| / threshold; <0.5 negligible, <1 moderate, "
-            ">=1 severe",
+            "severity_rule": "ratio = |score| / threshold; <0.5 negligible, <1 moderate, >=1 severe",
             "cluster_error_threshold": options.cluster_error_threshold,
             "min_samples": options.min_samples,
             "min_cluster_size": options.min_cluster_size,
@@ -303,9 +289,7 @@ def build_report(options: ReportOptions) -> dict:
         progress = options.progress
         if progress is None:
             progress = len(merged) >= _PROGRESS_ROWS
-        features = merged[[options.body_shape, options.skin_tone]].to_numpy(
-            dtype=np.float64
-        )
+        features = merged[[options.body_shape, options.skin_tone]].to_numpy(dtype=np.float64)
         result = unfairness.intersectional_unfairness(
             errors,
             features,
@@ -426,9 +410,7 @@ def _summary(report: dict, options: ReportOptions) -> list[str]:
                 "DBSCAN runs found at least one)."
             )
         else:
-            lines.append(
-                "Intersectional: no underperforming cluster in any DBSCAN run."
-            )
+            lines.append("Intersectional: no underperforming cluster in any DBSCAN run.")
     return lines
 
 
@@ -479,9 +461,7 @@ def _groups_section(options: ReportOptions, merged=None) -> dict | str:
             "difference_reason": difference.reason,
             "ratio_between_groups": ratio.value,
             "ratio_reason": ratio.reason,
-            "small_groups": [
-                " & ".join(map(str, g)) if isinstance(g, tuple) else str(g) for g in frame.small_groups
-            ],
+            "small_groups": [" & ".join(map(str, g)) if isinstance(g, tuple) else str(g) for g in frame.small_groups],
             "min_group_size": frame.min_group_size,
         }
     return sections
@@ -548,9 +528,7 @@ def _figures(report: dict, options: ReportOptions) -> list[tuple[str, str]]:
             ax.axvline(value, color="grey", linestyle=":")
         ax.set_xlabel(column)
         ax.set_ylabel(options.error)
-        ax.set_title(
-            f"Error against {key.replace('_', ' ')} (p = {result.p_value:.3g})"
-        )
+        ax.set_title(f"Error against {key.replace('_', ' ')} (p = {result.p_value:.3g})")
         ax.legend()
         figures.append((f"Error against {key.replace('_', ' ')}", _png(fig)))
     if "intersectional" in results:
@@ -640,7 +618,9 @@ def _html(report: dict, figures: list[tuple[str, str]]) -> str:
     else:
         parts.append("<h2>Mean error by group</h2>")
         for title, section in report["groups"].items():
-            parts.append(f"<h3>{esc(title)}</h3><table><tr><th>group</th><th>mean error</th><th>95% CI</th><th>note</th></tr>")
+            parts.append(
+                f"<h3>{esc(title)}</h3><table><tr><th>group</th><th>mean error</th><th>95% CI</th><th>note</th></tr>"
+            )
             for name, row in section["by_group"].items():
                 value = "undefined" if row["mean_error"] is None else f"{row['mean_error']:.3f}"
                 ci = "" if row["ci_low"] is None else f"{row['ci_low']:.3f} to {row['ci_high']:.3f}"

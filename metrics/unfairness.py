@@ -54,10 +54,7 @@ def _as_errors(errors: Sequence[float] | np.ndarray) -> np.ndarray:
         raise ValueError(f"errors must be one-dimensional, got shape {values.shape}")
     bad = np.flatnonzero(~np.isfinite(values))
     if bad.size:
-        raise ValueError(
-            f"errors contain {bad.size} NaN or infinite value(s), first at index "
-            f"{bad[:5].tolist()}"
-        )
+        raise ValueError(f"errors contain {bad.size} NaN or infinite value(s), first at index {bad[:5].tolist()}")
     return values
 
 
@@ -191,27 +188,17 @@ def categorical_unfairness(
     values = _as_errors(errors)
     labels = np.asarray(groups, dtype=object)
     if labels.shape != values.shape:
-        raise ValueError(
-            f"errors and groups differ in length: {values.size} vs {labels.size}"
-        )
-    missing = [
-        i
-        for i, g in enumerate(labels)
-        if g is None or (isinstance(g, float) and np.isnan(g))
-    ]
+        raise ValueError(f"errors and groups differ in length: {values.size} vs {labels.size}")
+    missing = [i for i, g in enumerate(labels) if g is None or (isinstance(g, float) and np.isnan(g))]
     if missing:
-        raise ValueError(
-            f"{len(missing)} missing group label(s), first at index {missing[:5]}"
-        )
+        raise ValueError(f"{len(missing)} missing group label(s), first at index {missing[:5]}")
     names = sorted(set(labels.tolist()), key=lambda g: (type(g).__name__, g))
     if len(names) < 2:
         raise ValueError(f"need at least 2 groups, got {len(names)}: {names}")
     samples = {g: values[labels == g] for g in names}
     small = [f"{g!r} ({samples[g].size})" for g in names if samples[g].size < 2]
     if small:
-        raise ValueError(
-            "each group needs at least 2 samples; too few in " + ", ".join(small)
-        )
+        raise ValueError("each group needs at least 2 samples; too few in " + ", ".join(small))
 
     means = {g: float(samples[g].mean()) for g in names}
     pairs = []
@@ -344,26 +331,17 @@ def continuous_unfairness(
     values = _as_errors(errors)
     x = np.asarray(attribute, dtype=np.float64)
     if x.shape != values.shape:
-        raise ValueError(
-            f"errors and attribute differ in length: {values.size} vs {x.size}"
-        )
+        raise ValueError(f"errors and attribute differ in length: {values.size} vs {x.size}")
     bad = np.flatnonzero(~np.isfinite(x))
     if bad.size:
-        raise ValueError(
-            f"attribute contains {bad.size} NaN or infinite value(s), first at index "
-            f"{bad[:5].tolist()}"
-        )
+        raise ValueError(f"attribute contains {bad.size} NaN or infinite value(s), first at index {bad[:5].tolist()}")
     if values.size < 3:
-        raise ValueError(
-            f"need at least 3 samples for a slope t-test, got {values.size}"
-        )
+        raise ValueError(f"need at least 3 samples for a slope t-test, got {values.size}")
     if np.all(x == x[0]):
         raise ValueError("the attribute is constant: no slope can be fitted")
     low_pct, high_pct = (float(p) for p in percentiles)
     if not 0 <= low_pct < high_pct <= 100:
-        raise ValueError(
-            f"percentiles must satisfy 0 <= low < high <= 100, got {percentiles}"
-        )
+        raise ValueError(f"percentiles must satisfy 0 <= low < high <= 100, got {percentiles}")
     fit = linregress(x, values)
     low, high = np.percentile(x, [low_pct, high_pct])
     return ContinuousUnfairness(
@@ -539,13 +517,9 @@ def intersectional_unfairness(
     values = _as_errors(errors)
     x = np.asarray(features, dtype=np.float64)
     if x.ndim != 2:
-        raise ValueError(
-            f"features must be 2-D (n_samples, n_features), got shape {x.shape}"
-        )
+        raise ValueError(f"features must be 2-D (n_samples, n_features), got shape {x.shape}")
     if x.shape[0] != values.size:
-        raise ValueError(
-            f"errors and features differ in length: {values.size} vs {x.shape[0]}"
-        )
+        raise ValueError(f"errors and features differ in length: {values.size} vs {x.shape[0]}")
     if not np.all(np.isfinite(x)):
         raise ValueError("features contain NaN or infinite values")
     if min_samples < 1 or min_cluster_size < 1:

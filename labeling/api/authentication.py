@@ -7,7 +7,6 @@ stops working within that delay (deleting a token also clears its cache entry).
 """
 
 from django.core.cache import cache
-from django.db.models.signals import post_delete
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.authtoken.models import Token
 
@@ -28,12 +27,9 @@ class CachedTokenAuthentication(TokenAuthentication):
         return user, token
 
 
-def _token_deleted(sender, instance: Token, **kwargs) -> None:
+def token_cache_clear(sender, instance: Token, **kwargs) -> None:
     from django.db import transaction
 
     key = _key(instance.key)
     cache.delete(key)
     transaction.on_commit(lambda: cache.delete(key))  # a request before the commit may have cached it
-
-
-post_delete.connect(_token_deleted, sender=Token, dispatch_uid="cached-token-deleted")

@@ -15,7 +15,7 @@ from ..models import (
     Reflection,
     Scale,
     Tone,
-)  # fmt: skip
+)
 
 
 class ToneSerializer(serializers.ModelSerializer):
@@ -53,10 +53,22 @@ class ProjectSerializer(serializers.ModelSerializer):
     class Meta:
         model = Project
         fields = [
-            "id", "name", "description", "scale", "scale_detail", "labels_per_image",
-            "allow_adjacent_pairs", "offer_uncertain", "skip_reasons", "instructions", "tone_order",
-            "is_demo", "created_at", "my_role", "n_images",
-        ]  # fmt: skip
+            "id",
+            "name",
+            "description",
+            "scale",
+            "scale_detail",
+            "labels_per_image",
+            "allow_adjacent_pairs",
+            "offer_uncertain",
+            "skip_reasons",
+            "instructions",
+            "tone_order",
+            "is_demo",
+            "created_at",
+            "my_role",
+            "n_images",
+        ]
         read_only_fields = ["is_demo", "created_at"]
 
     def get_my_role(self, project) -> str | None:
@@ -110,10 +122,26 @@ class ImageSerializer(serializers.ModelSerializer):
     class Meta:
         model = Image
         fields = [
-            "id", "external_id", "original_filename", "sha256", "width", "height", "format", "source_mode",
-            "exif_orientation", "file_size", "attributes", "subject_id", "subject_attributes", "mask_kind",
-            "derivative_status", "is_synthetic", "created_at", "thumbnail_url", "display_url",
-        ]  # fmt: skip
+            "id",
+            "external_id",
+            "original_filename",
+            "sha256",
+            "width",
+            "height",
+            "format",
+            "source_mode",
+            "exif_orientation",
+            "file_size",
+            "attributes",
+            "subject_id",
+            "subject_attributes",
+            "mask_kind",
+            "derivative_status",
+            "is_synthetic",
+            "created_at",
+            "thumbnail_url",
+            "display_url",
+        ]
 
     def get_thumbnail_url(self, image) -> str:
         return reverse("image-file", args=[image.pk, "thumbnail"])
@@ -147,9 +175,18 @@ class ImportBatchSerializer(serializers.ModelSerializer):
     class Meta:
         model = ImportBatch
         fields = [
-            "id", "kind", "status", "source_name", "error", "n_imported", "n_duplicate", "n_rejected",
-            "created_at", "finished_at", "items",
-        ]  # fmt: skip
+            "id",
+            "kind",
+            "status",
+            "source_name",
+            "error",
+            "n_imported",
+            "n_duplicate",
+            "n_rejected",
+            "created_at",
+            "finished_at",
+            "items",
+        ]
 
 
 class PhaseSerializer(serializers.ModelSerializer):
@@ -158,9 +195,17 @@ class PhaseSerializer(serializers.ModelSerializer):
     class Meta:
         model = Phase
         fields = [
-            "id", "kind", "status", "labels_per_image", "selection_seed", "selection_method", "n_repeated",
-            "opened_at", "closed_at", "n_images",
-        ]  # fmt: skip
+            "id",
+            "kind",
+            "status",
+            "labels_per_image",
+            "selection_seed",
+            "selection_method",
+            "n_repeated",
+            "opened_at",
+            "closed_at",
+            "n_images",
+        ]
 
 
 class LabelerPhaseSerializer(serializers.ModelSerializer):
@@ -206,9 +251,21 @@ class LabelRevisionSerializer(serializers.ModelSerializer):
     class Meta:
         model = LabelRevision
         fields = [
-            "number", "client_id", "source", "tone_low", "tone_high", "value", "uncertain", "skip_reason",
-            "time_spent_ms", "tone_order", "client_info", "author", "reason", "created_at",
-        ]  # fmt: skip
+            "number",
+            "client_id",
+            "source",
+            "tone_low",
+            "tone_high",
+            "value",
+            "uncertain",
+            "skip_reason",
+            "time_spent_ms",
+            "tone_order",
+            "client_info",
+            "author",
+            "reason",
+            "created_at",
+        ]
 
     def get_author(self, revision) -> str | None:
         """The author's pseudonym in the project (never a username)."""
@@ -226,9 +283,23 @@ class LabelSerializer(serializers.ModelSerializer):
     class Meta:
         model = Label
         fields = [
-            "id", "phase", "image", "labeler", "is_repeat", "tones", "tone_low", "tone_high", "value",
-            "uncertain", "skip_reason", "is_valid", "n_revisions", "time_spent_ms", "created_at", "updated_at",
-        ]  # fmt: skip
+            "id",
+            "phase",
+            "image",
+            "labeler",
+            "is_repeat",
+            "tones",
+            "tone_low",
+            "tone_high",
+            "value",
+            "uncertain",
+            "skip_reason",
+            "is_valid",
+            "n_revisions",
+            "time_spent_ms",
+            "created_at",
+            "updated_at",
+        ]
 
     def get_tones(self, label) -> list[int]:
         return [t for t in (label.tone_low, label.tone_high) if t is not None]
@@ -257,9 +328,14 @@ class ReflectionSerializer(serializers.ModelSerializer):
     class Meta:
         model = Reflection
         fields = [
-            "labeler", "minutes_taken", "unclear_instructions", "biases_noticed", "biases_other",
-            "mindfulness_plan", "submitted_at",
-        ]  # fmt: skip
+            "labeler",
+            "minutes_taken",
+            "unclear_instructions",
+            "biases_noticed",
+            "biases_other",
+            "mindfulness_plan",
+            "submitted_at",
+        ]
         read_only_fields = ["labeler", "submitted_at"]
 
 
@@ -267,9 +343,19 @@ class JobSerializer(serializers.ModelSerializer):
     class Meta:
         model = Job
         fields = [
-            "id", "kind", "status", "parameters", "total", "done", "failed", "failures", "message",
-            "created_at", "started_at", "finished_at",
-        ]  # fmt: skip
+            "id",
+            "kind",
+            "status",
+            "parameters",
+            "total",
+            "done",
+            "failed",
+            "failures",
+            "message",
+            "created_at",
+            "started_at",
+            "finished_at",
+        ]
 
 
 class AssignmentSerializer(serializers.ModelSerializer):

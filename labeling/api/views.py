@@ -38,9 +38,12 @@ class ScaleViewSet(viewsets.ReadOnlyModelViewSet):
 
 
 class ProjectViewSet(
-    mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, mixins.UpdateModelMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    mixins.UpdateModelMixin,
     viewsets.GenericViewSet,
-):  # fmt: skip
+):
     serializer_class = s.ProjectSerializer
     http_method_names = ["get", "post", "patch", "head", "options"]
 
@@ -82,9 +85,13 @@ class ProjectViewSet(
             if not v.get("password"):
                 raise ValidationError({"password": "A new person needs a password (at least 8 characters)."})
             m = project_services.labeler_create(
-                project=project, username=v["username"], password=v["password"], role=v["role"],
-                pseudonym=v.get("pseudonym", ""), **profile,
-            )  # fmt: skip
+                project=project,
+                username=v["username"],
+                password=v["password"],
+                role=v["role"],
+                pseudonym=v.get("pseudonym", ""),
+                **profile,
+            )
         else:
             m = project_services.membership_add(
                 project=project, user=user, role=v["role"], pseudonym=v.get("pseudonym", ""), **profile
@@ -121,14 +128,19 @@ class ProjectViewSet(
         return self.get_paginated_response(s.ImageSerializer(page, many=True).data)
 
     @extend_schema(
-        request={"multipart/form-data": {"type": "object", "properties": {
-            "files": {"type": "array", "items": {"type": "string", "format": "binary"}},
-            "archive": {"type": "string", "format": "binary"},
-            "manifest": {"type": "string", "format": "binary"},
-            "folder": {"type": "string"},
-        }}},
+        request={
+            "multipart/form-data": {
+                "type": "object",
+                "properties": {
+                    "files": {"type": "array", "items": {"type": "string", "format": "binary"}},
+                    "archive": {"type": "string", "format": "binary"},
+                    "manifest": {"type": "string", "format": "binary"},
+                    "folder": {"type": "string"},
+                },
+            }
+        },
         responses=s.ImportBatchSerializer,
-    )  # fmt: skip
+    )
     @action(detail=True, methods=["get", "post"], parser_classes=[MultiPartParser, FormParser, JSONParser])
     def imports(self, request, pk=None):
         """List imports, or import images: ``files`` (many), an ``archive`` (zip), or a ``manifest``
@@ -280,9 +292,11 @@ class PhaseViewSet(viewsets.GenericViewSet, mixins.RetrieveModelMixin):
     def get_object(self):
         phase = super().get_object()
         self.membership = project_role(self.request, phase.project)
-        if self.membership and self.membership.role == LABELER and not phase.assignments.filter(
-            labeler=self.membership
-        ).exists():
+        if (
+            self.membership
+            and self.membership.role == LABELER
+            and not phase.assignments.filter(labeler=self.membership).exists()
+        ):
             raise NotFound()
         return phase
 
@@ -370,28 +384,42 @@ class PhaseViewSet(viewsets.GenericViewSet, mixins.RetrieveModelMixin):
             history = selectors.labeler_history(phase=phase, labeler=m)
             return Response(
                 [
-                    {**s.MyLabelSerializer(h["label"]).data, "position": h["assignment"].position,
-                     "display_url": s.LabelerImageSerializer(h["assignment"].image).data["display_url"]}
+                    {
+                        **s.MyLabelSerializer(h["label"]).data,
+                        "position": h["assignment"].position,
+                        "display_url": s.LabelerImageSerializer(h["assignment"].image).data["display_url"],
+                    }
                     for h in history
                 ]
-            )  # fmt: skip
+            )
         data = s.LabelSubmitSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         v = data.validated_data
         revision = label_services.label_submit(
-            phase=phase, labeler=m, image_id=v["image"], client_id=v["client_id"], tones=v.get("tones"),
-            uncertain=v["uncertain"], skip_reason=v["skip_reason"], time_spent_ms=v["time_spent_ms"],
-            tone_order=v.get("tone_order"), client_info=v.get("client_info"),
-        )  # fmt: skip
+            phase=phase,
+            labeler=m,
+            image_id=v["image"],
+            client_id=v["client_id"],
+            tones=v.get("tones"),
+            uncertain=v["uncertain"],
+            skip_reason=v["skip_reason"],
+            time_spent_ms=v["time_spent_ms"],
+            tone_order=v.get("tone_order"),
+            client_info=v.get("client_info"),
+        )
         queue = selectors.assignment_queue(phase=phase, labeler=m, limit=2)
         label = revision.label
         return Response(
             {
                 "label": {
-                    "id": label.id, "image": label.image_id,
+                    "id": label.id,
+                    "image": label.image_id,
                     "tones": [t for t in (label.tone_low, label.tone_high) if t is not None],
-                    "value": label.value, "uncertain": label.uncertain, "skip_reason": label.skip_reason,
-                    "n_revisions": label.n_revisions, "updated_at": label.updated_at,
+                    "value": label.value,
+                    "uncertain": label.uncertain,
+                    "skip_reason": label.skip_reason,
+                    "n_revisions": label.n_revisions,
+                    "updated_at": label.updated_at,
                 },
                 "revision": revision.number,
                 "next": assignment_payload(queue[0]) if queue else None,
@@ -426,7 +454,9 @@ class PhaseViewSet(viewsets.GenericViewSet, mixins.RetrieveModelMixin):
         return Response(s.ReflectionSerializer(phase.reflections.select_related("labeler"), many=True).data)
 
     @extend_schema(
-        request={"multipart/form-data": {"type": "object", "properties": {"file": {"type": "string", "format": "binary"}}}},
+        request={
+            "multipart/form-data": {"type": "object", "properties": {"file": {"type": "string", "format": "binary"}}}
+        },
         responses={200: dict},
     )
     @action(detail=True, methods=["post"], url_path="labels-import", parser_classes=[MultiPartParser])

@@ -25,9 +25,7 @@ class Subject(models.Model):
 
     class Meta:
         ordering = ["project_id", "external_id"]
-        constraints = [
-            models.UniqueConstraint(fields=["project", "external_id"], name="unique_subject")
-        ]
+        constraints = [models.UniqueConstraint(fields=["project", "external_id"], name="unique_subject")]
 
     def __str__(self) -> str:
         return self.external_id
@@ -55,9 +53,7 @@ class ImportBatch(models.Model):
     n_imported = models.PositiveIntegerField(default=0)
     n_duplicate = models.PositiveIntegerField(default=0)
     n_rejected = models.PositiveIntegerField(default=0)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
@@ -81,9 +77,7 @@ class ImportItem(models.Model):
     filename = models.CharField(max_length=500, blank=True)
     outcome = models.CharField(max_length=20, choices=Outcome.choices)
     reason = models.TextField(blank=True)
-    image = models.ForeignKey(
-        "labeling.Image", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    image = models.ForeignKey("labeling.Image", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
 
     class Meta:
         ordering = ["batch_id", "id"]
@@ -98,9 +92,7 @@ class Image(models.Model):
         FAILED = "failed", "Failed"
 
     project = models.ForeignKey(Project, related_name="images", on_delete=models.CASCADE)
-    subject = models.ForeignKey(
-        Subject, null=True, blank=True, related_name="images", on_delete=models.SET_NULL
-    )
+    subject = models.ForeignKey(Subject, null=True, blank=True, related_name="images", on_delete=models.SET_NULL)
     external_id = models.CharField(max_length=200)
     original = models.FileField(upload_to=original_path, max_length=300)
     original_filename = models.CharField(max_length=300)
@@ -132,9 +124,7 @@ class Image(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["project", "sha256"], name="unique_image_content"),
             models.UniqueConstraint(fields=["project", "external_id"], name="unique_image_id"),
-            models.CheckConstraint(
-                condition=models.Q(width__gte=1, height__gte=1), name="image_size_positive"
-            ),
+            models.CheckConstraint(condition=models.Q(width__gte=1, height__gte=1), name="image_size_positive"),
         ]
         indexes = [models.Index(fields=["project", "subject"])]
 

@@ -73,9 +73,7 @@ class ImageBaseline(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(
-                fields=["image", "parameters_hash", "code_version"], name="unique_baseline"
-            )
+            models.UniqueConstraint(fields=["image", "parameters_hash", "code_version"], name="unique_baseline")
         ]
 
 
@@ -87,9 +85,7 @@ class DatasetExport(models.Model):
     job = models.ForeignKey(Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     archive = models.FileField(upload_to="exports/", max_length=300, blank=True)
     data_card = models.TextField(blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
 
@@ -103,7 +99,5 @@ class EvaluationRun(models.Model):
     options = models.JSONField(default=dict, blank=True)
     report = models.JSONField(default=dict, blank=True)
     job = models.ForeignKey(Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)

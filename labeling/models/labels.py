@@ -82,9 +82,7 @@ class LabelRevision(models.Model):
     # What the labeler saw: the tone order shown and the display's properties.
     tone_order = models.JSONField(default=list, blank=True)
     client_info = models.JSONField(default=dict, blank=True)
-    author = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     reason = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -94,9 +92,7 @@ class LabelRevision(models.Model):
             models.UniqueConstraint(fields=["label", "number"], name="unique_revision_number"),
             # Either a skip (no tone, a reason) or at least one tone.
             models.CheckConstraint(
-                condition=(
-                    Q(tone_low__isnull=True, tone_high__isnull=True) & ~Q(skip_reason="")
-                )
+                condition=(Q(tone_low__isnull=True, tone_high__isnull=True) & ~Q(skip_reason=""))
                 | (Q(tone_low__isnull=False) & Q(skip_reason="")),
                 name="revision_skip_xor_tone",
             ),
@@ -106,9 +102,7 @@ class LabelRevision(models.Model):
             ),
             # Only imported labels may carry a non-adjacent (invalid) pair.
             models.CheckConstraint(
-                condition=Q(tone_high__isnull=True)
-                | Q(tone_high=F("tone_low") + 1)
-                | Q(source="import"),
+                condition=Q(tone_high__isnull=True) | Q(tone_high=F("tone_low") + 1) | Q(source="import"),
                 name="revision_pair_adjacent",
             ),
         ]
@@ -130,6 +124,4 @@ class Reflection(models.Model):
     submitted_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["phase", "labeler"], name="unique_reflection")
-        ]
+        constraints = [models.UniqueConstraint(fields=["phase", "labeler"], name="unique_reflection")]

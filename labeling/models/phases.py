@@ -39,9 +39,7 @@ class Phase(models.Model):
         ordering = ["project_id", "id"]
         constraints = [
             models.UniqueConstraint(fields=["project", "kind"], name="unique_phase_kind"),
-            models.CheckConstraint(
-                condition=models.Q(labels_per_image__gte=1), name="phase_labels_per_image_gte_1"
-            ),
+            models.CheckConstraint(condition=models.Q(labels_per_image__gte=1), name="phase_labels_per_image_gte_1"),
         ]
 
     def __str__(self) -> str:
@@ -64,9 +62,7 @@ class PhaseImage(models.Model):
     is_repeat = models.BooleanField(default=False)
 
     class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["phase", "image"], name="unique_phase_image")
-        ]
+        constraints = [models.UniqueConstraint(fields=["phase", "image"], name="unique_phase_image")]
 
 
 class PhaseParticipant(models.Model):
@@ -78,9 +74,7 @@ class PhaseParticipant(models.Model):
     joined_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["phase", "labeler"], name="unique_participant")
-        ]
+        constraints = [models.UniqueConstraint(fields=["phase", "labeler"], name="unique_participant")]
 
 
 class Assignment(models.Model):
@@ -97,9 +91,7 @@ class Assignment(models.Model):
     is_repeat = models.BooleanField(default=False)
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.LABEL)
     # For a relabel: the label (of an earlier phase) that gets a new revision.
-    relabel_of = models.ForeignKey(
-        "labeling.Label", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
-    )
+    relabel_of = models.ForeignKey("labeling.Label", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
     request_reason = models.TextField(blank=True)
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -110,12 +102,8 @@ class Assignment(models.Model):
     class Meta:
         ordering = ["phase_id", "labeler_id", "position"]
         constraints = [
-            models.UniqueConstraint(
-                fields=["phase", "labeler", "image"], name="unique_assignment_image"
-            ),
-            models.UniqueConstraint(
-                fields=["phase", "labeler", "position"], name="unique_assignment_position"
-            ),
+            models.UniqueConstraint(fields=["phase", "labeler", "image"], name="unique_assignment_image"),
+            models.UniqueConstraint(fields=["phase", "labeler", "position"], name="unique_assignment_position"),
         ]
         indexes = [
             # The next image of a labeler's queue: the first open assignment by position.

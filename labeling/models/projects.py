@@ -29,17 +29,13 @@ class Project(models.Model):
     # Colorimetric baseline parameters (labeling.colorimetry), e.g. min_skin_fraction.
     baseline_parameters = models.JSONField(default=dict, blank=True)
     is_demo = models.BooleanField(default=False)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
         constraints = [
-            models.CheckConstraint(
-                condition=models.Q(labels_per_image__gte=1), name="project_labels_per_image_gte_1"
-            )
+            models.CheckConstraint(condition=models.Q(labels_per_image__gte=1), name="project_labels_per_image_gte_1")
         ]
 
     def __str__(self) -> str:
@@ -66,9 +62,7 @@ class Membership(models.Model):
         REVIEWER = "reviewer", "Fairness reviewer (ML engineer)"
 
     project = models.ForeignKey(Project, related_name="memberships", on_delete=models.CASCADE)
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, related_name="memberships", on_delete=models.CASCADE
-    )
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, related_name="memberships", on_delete=models.CASCADE)
     role = models.CharField(max_length=20, choices=Role.choices, default=Role.LABELER)
     # Exports and dashboards name labelers by this id only.
     pseudonym = models.CharField(max_length=40)
@@ -99,6 +93,4 @@ class ToneExample(models.Model):
     caption = models.CharField(max_length=300, blank=True)
 
     class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["project", "tone", "image"], name="unique_tone_example")
-        ]
+        constraints = [models.UniqueConstraint(fields=["project", "tone", "image"], name="unique_tone_example")]

@@ -19,9 +19,7 @@ class Scale(models.Model):
     description = models.TextField(blank=True)
     citation = models.CharField(max_length=300, blank=True)
     is_builtin = models.BooleanField(default=False)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
-    )
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -341,8 +341,7 @@ def _measure(image: Image, parameters: dict[str, Any], mask_kind: str) -> dict[s
         silhouette = _load_mask(image, (rgb.shape[1], rgb.shape[0]))
         stats = skin_tone_stats(rgb, detect_skin(rgb) & silhouette, **options)
         stats["parameters"]["skin_detector"] = "chai_ngan_ycbcr+kovac_rgb within silhouette mask"
-        stats.update(width=image.width, height=image.height,
-                     analysed_width=rgb.shape[1], analysed_height=rgb.shape[0])  # fmt: skip
+        stats.update(width=image.width, height=image.height, analysed_width=rgb.shape[1], analysed_height=rgb.shape[0])
         return stats
     original = image.original.path
     mask_path = image.mask.path if mask_kind == "skin" else None
@@ -476,10 +475,19 @@ def baseline_compute(
 
 def _failed_defaults(error: str) -> dict[str, Any]:
     return {
-        "status": ImageBaseline.Status.FAILED, "error": error[:2000], "stats": {},
-        "ita_median": None, "lightness_median": None, "b_median": None, "skin_fraction": None,
-        "albedo": None, "albedo_normalized": None, "ita_class": "", "flags": [], "overlay": "",
-    }  # fmt: skip
+        "status": ImageBaseline.Status.FAILED,
+        "error": error[:2000],
+        "stats": {},
+        "ita_median": None,
+        "lightness_median": None,
+        "b_median": None,
+        "skin_fraction": None,
+        "albedo": None,
+        "albedo_normalized": None,
+        "ita_class": "",
+        "flags": [],
+        "overlay": "",
+    }
 
 
 def _job_count(job: Job, image: Image, row: ImageBaseline) -> None:
@@ -647,16 +655,19 @@ def baseline_run_batch_abandon(*, job: Job, image_ids: Iterable[int], reason: st
             _job_fail_missing(job, image_id, "image deleted during the run")
             continue
         done = ImageBaseline.objects.filter(
-            image=image, parameters_hash=parameters_hash,
-            code_version=BASELINE_CODE_VERSION, job=job,
-        ).exists()  # fmt: skip
+            image=image,
+            parameters_hash=parameters_hash,
+            code_version=BASELINE_CODE_VERSION,
+            job=job,
+        ).exists()
         if not done:
             with transaction.atomic():
                 row, _ = ImageBaseline.objects.update_or_create(
-                    image=image, parameters_hash=parameters_hash, code_version=BASELINE_CODE_VERSION,
-                    defaults={**_failed_defaults(reason), "job": job,
-                              "parameters": job.parameters["options"]},
-                )  # fmt: skip
+                    image=image,
+                    parameters_hash=parameters_hash,
+                    code_version=BASELINE_CODE_VERSION,
+                    defaults={**_failed_defaults(reason), "job": job, "parameters": job.parameters["options"]},
+                )
                 _job_count(job, image, row)
 
 
@@ -712,10 +723,15 @@ def baseline_summary(project: Project) -> dict[str, Any]:
         if ita_class:
             classes[ita_class] = classes.get(ita_class, 0) + 1
     return {
-        "n_images": n_images, "n_ok": n_ok, "n_failed": n_failed, "n_flagged": n_flagged,
-        "n_missing": max(0, n_images - n_ok - n_failed), "n_unflagged": n_ok - n_flagged,
-        "flags": flags, "classes": classes,
-    }  # fmt: skip
+        "n_images": n_images,
+        "n_ok": n_ok,
+        "n_failed": n_failed,
+        "n_flagged": n_flagged,
+        "n_missing": max(0, n_images - n_ok - n_failed),
+        "n_unflagged": n_ok - n_flagged,
+        "flags": flags,
+        "classes": classes,
+    }
 
 
 # --- comparison with human labels -------------------------------------------------
@@ -761,9 +777,15 @@ def spearman_bootstrap(
     xs = np.asarray(x, dtype=float)
     ys = np.asarray(y, dtype=float)
     result: dict[str, Any] = {
-        "n": int(xs.size), "rho": None, "p_value": None, "ci_low": None, "ci_high": None,
-        "n_resamples": n_resamples, "seed": seed, "confidence": confidence,
-    }  # fmt: skip
+        "n": int(xs.size),
+        "rho": None,
+        "p_value": None,
+        "ci_low": None,
+        "ci_high": None,
+        "n_resamples": n_resamples,
+        "seed": seed,
+        "confidence": confidence,
+    }
     if xs.size < 3 or np.ptp(xs) == 0 or np.ptp(ys) == 0:
         return result
     test = scipy_stats.spearmanr(xs, ys)
@@ -1014,15 +1036,19 @@ def baseline_plot(comparison: dict[str, Any], *, kind: str, fmt: str, scale_name
             rng = np.random.default_rng(0)  # jitter only
             for t, ys in zip(tones, data, strict=True):
                 ax.scatter(t + rng.uniform(-0.15, 0.15, len(ys)), ys, s=12, color=accent, alpha=0.6, zorder=3)
-                ax.annotate(f"n={len(ys)}", (t, 1.0), xycoords=("data", "axes fraction"),
-                            ha="center", va="bottom", fontsize=8)  # fmt: skip
+                ax.annotate(
+                    f"n={len(ys)}", (t, 1.0), xycoords=("data", "axes fraction"), ha="center", va="bottom", fontsize=8
+                )
             ax.set_xticks(tones)
         for bound, _name in ITA_CLASSES[:-1]:
             ax.axhline(bound, color="#999999", lw=0.7, ls="--")
         ax.set_xlabel("Consensus tone (median label, rounded)")
         ax.set_ylabel("ITA (degrees)")
-        ax.set_title(f"ITA per consensus tone: {comparison['phase']} "
-                     "(dashed: Chardon/Del Bino class bounds)", fontsize=10, pad=16)  # fmt: skip
+        ax.set_title(
+            f"ITA per consensus tone: {comparison['phase']} (dashed: Chardon/Del Bino class bounds)",
+            fontsize=10,
+            pad=16,
+        )
         ax.grid(alpha=0.3, axis="y")
     if not points:
         fig.text(0.5, 0.5, "No labelled images with a baseline yet", ha="center", va="center")

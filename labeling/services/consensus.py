@@ -47,14 +47,35 @@ CACHE_TIMEOUT = 7 * 24 * 3600
 CACHE_PREFIX = "consensus:v1"
 
 _LABEL_FIELDS = (
-    "image_id", "labeler_id", "tone_low", "tone_high", "uncertain", "is_repeat", "time_spent_ms",
-)  # fmt: skip
+    "image_id",
+    "labeler_id",
+    "tone_low",
+    "tone_high",
+    "uncertain",
+    "is_repeat",
+    "time_spent_ms",
+)
 
 IMAGE_COLUMNS = (
-    "n_labels", "n_valid", "mean", "std", "median", "mode", "mode_count", "min", "max", "range",
-    "complete_consensus", "overlap_consensus", "near_consensus", "n_unique_values",
-    "n_connected_groups", "any_uncertainty", "has_invalid_annotation", "wide_range",
-)  # fmt: skip
+    "n_labels",
+    "n_valid",
+    "mean",
+    "std",
+    "median",
+    "mode",
+    "mode_count",
+    "min",
+    "max",
+    "range",
+    "complete_consensus",
+    "overlap_consensus",
+    "near_consensus",
+    "n_unique_values",
+    "n_connected_groups",
+    "any_uncertainty",
+    "has_invalid_annotation",
+    "wide_range",
+)
 
 
 # --------------------------------------------------------------------------
@@ -113,22 +134,13 @@ def phase_versions(project: Project) -> dict[int, str]:
     return versions
 
 
-def _label_deleted(sender, instance: Label, **kwargs) -> None:
+def label_deleted_count(sender, instance: Label, **kwargs) -> None:
     key = f"{CACHE_PREFIX}:deleted:{instance.phase_id}"
     cache.add(key, 0, None)
     try:
         cache.incr(key)
     except ValueError:  # evicted between add and incr
         cache.set(key, 1, None)
-
-
-def _connect_signals() -> None:
-    from django.db.models.signals import post_delete
-
-    post_delete.connect(_label_deleted, sender=Label, dispatch_uid="consensus-label-deleted")
-
-
-_connect_signals()
 
 
 @dataclass
@@ -203,10 +215,18 @@ def phase_labels_load(phase: Phase) -> PhaseLabels:
     cell_uncertain[image_code, labeler_code] = uncertain[keep]
     labelled[image_code, labeler_code] = True
     return PhaseLabels(
-        image_ids=image_ids, labeler_ids=labeler_ids, first=first, second=second,
-        uncertain=cell_uncertain, labelled=labelled, row_labeler=labeler,
-        row_skip=np.isnan(low), row_uncertain=uncertain, row_repeat=repeat, row_seconds=seconds,
-    )  # fmt: skip
+        image_ids=image_ids,
+        labeler_ids=labeler_ids,
+        first=first,
+        second=second,
+        uncertain=cell_uncertain,
+        labelled=labelled,
+        row_labeler=labeler,
+        row_skip=np.isnan(low),
+        row_uncertain=uncertain,
+        row_repeat=repeat,
+        row_seconds=seconds,
+    )
 
 
 def value_categories(n_tones: int, half_steps: bool) -> np.ndarray:
@@ -235,16 +255,18 @@ def _alpha_block(counts: np.ndarray, domain: np.ndarray, n_images: int) -> dict:
         return {
             "ordinal": _stat(math.nan, reason, low=None, high=None, interpretation=None),
             "interval": _stat(math.nan, reason),
-            "confidence": CONFIDENCE, "n_resamples": N_RESAMPLES,
-        }  # fmt: skip
+            "confidence": CONFIDENCE,
+            "n_resamples": N_RESAMPLES,
+        }
     boot = agreement.bootstrap_alpha(
         counts=counts, value_domain=domain, n_resamples=N_RESAMPLES, confidence=CONFIDENCE, seed=0
     )
     ordinal = _stat(boot.estimate)
     ordinal.update(
-        low=_num(boot.low), high=_num(boot.high),
+        low=_num(boot.low),
+        high=_num(boot.high),
         interpretation=None if ordinal["value"] is None else boot.interpretation,
-    )  # fmt: skip
+    )
     interval = _stat(agreement.alpha_from_counts(counts, domain, "interval"))
     return {"ordinal": ordinal, "interval": interval, "confidence": CONFIDENCE, "n_resamples": N_RESAMPLES}
 
@@ -372,7 +394,7 @@ def phase_summary_compute(phase: Phase, *, n_tones: int, allow_pairs: bool = Tru
                         ),
                     }
                     for row in bands.itertuples()
-                ],  # fmt: skip
+                ],
                 "alpha_without": _stat(loo.loc[labeler_id, "alpha_without"], loo_reason),
                 "alpha_change": _stat(loo.loc[labeler_id, "change"], loo_reason or reason),
             }
@@ -607,12 +629,17 @@ def _drift(phase_summaries: list[dict]) -> dict[int, list[dict]]:
                     relative = _num((mean - panel) - (previous["mean"] - previous["panel_mean"]), 4)
             history.append(
                 {
-                    "phase": summary["phase"]["name"], "phase_id": summary["phase"]["id"],
-                    "n": row["n_valid"], "mean": mean, "std": row["std_value"],
-                    "panel_mean": _num(panel, 4), "distribution": row["distribution"],
-                    "drift": drift, "drift_vs_panel": relative,
+                    "phase": summary["phase"]["name"],
+                    "phase_id": summary["phase"]["id"],
+                    "n": row["n_valid"],
+                    "mean": mean,
+                    "std": row["std_value"],
+                    "panel_mean": _num(panel, 4),
+                    "distribution": row["distribution"],
+                    "drift": drift,
+                    "drift_vs_panel": relative,
                 }
-            )  # fmt: skip
+            )
     return baselines
 
 
@@ -653,7 +680,7 @@ def project_consensus(project: Project, phase: Phase | None = None) -> dict:
             "name": project.name,
             "scale": project.scale.name,
             "tones": [{"position": t.position, "code": t.code, "hex": t.hex_colour} for t in project.scale.tones.all()],
-        },  # fmt: skip
+        },
         # Changes whenever a label of any phase changes (cache key of the plots).
         "version": "|".join(f"{p.id}={versions[p.id]}" for p in phases),
         "min_images": MIN_IMAGES,
@@ -717,9 +744,11 @@ def consensus_images(images: dict, params: dict[str, str]) -> np.ndarray:
         if wanted is not None:
             keep &= table[column].to_numpy() == wanted
     for name, column, compare in (
-        ("min_range", "range", np.greater_equal), ("max_range", "range", np.less_equal),
-        ("n_unique", "n_unique_values", np.equal), ("min_labels", "n_valid", np.greater_equal),
-    ):  # fmt: skip
+        ("min_range", "range", np.greater_equal),
+        ("max_range", "range", np.less_equal),
+        ("n_unique", "n_unique_values", np.equal),
+        ("min_labels", "n_valid", np.greater_equal),
+    ):
         try:
             bound = float(params.get(name, ""))
         except ValueError:
@@ -774,8 +803,11 @@ def image_rows(images: dict, rows: np.ndarray, names: dict[int, str]) -> list[di
             for name in ("wide_range", "invalid")
             if row["wide_range" if name == "wide_range" else "has_invalid_annotation"]
         ]
-        record = {"image_id": int(image_id), "labels": labels,
-                  "valid_values": [lab["value"] for lab in labels if lab["value"] is not None]}  # fmt: skip
+        record = {
+            "image_id": int(image_id),
+            "labels": labels,
+            "valid_values": [lab["value"] for lab in labels if lab["value"] is not None],
+        }
         for column in IMAGE_COLUMNS:
             record[column] = _json_clean(row[column].item() if hasattr(row[column], "item") else row[column])
         record["flags"] = flags

@@ -41,8 +41,13 @@ def _linear_to_srgb(c: np.ndarray) -> np.ndarray:
 
 
 def synthetic_portrait(
-    hex_colour: str, *, exposure_stops: float = 0.0, white_balance: tuple[float, float, float] = (1, 1, 1),
-    seed: int = 0, size: tuple[int, int] = (480, 640), shirt: tuple[int, int, int] = (60, 90, 140),
+    hex_colour: str,
+    *,
+    exposure_stops: float = 0.0,
+    white_balance: tuple[float, float, float] = (1, 1, 1),
+    seed: int = 0,
+    size: tuple[int, int] = (480, 640),
+    shirt: tuple[int, int, int] = (60, 90, 140),
     with_mask: bool = False,
 ) -> bytes | tuple[bytes, bytes]:
     """A simple shaded head-and-shoulders figure in ``hex_colour`` as JPEG bytes.
@@ -127,42 +132,62 @@ def demo_project_create(*, n_subjects: int = 20, simulate_labels: bool = True) -
         user.save()
         members.append(
             Membership.objects.create(
-                project=project, user=user, role=Membership.Role.LABELER,
-                pseudonym=f"L{len(members) + 1:02d}", **profile,
+                project=project,
+                user=user,
+                role=Membership.Role.LABELER,
+                pseudonym=f"L{len(members) + 1:02d}",
+                **profile,
             )
-        )  # fmt: skip
+        )
     rng = np.random.default_rng(2026)
     genders = ["woman", "man"]
     true_tone = {}
     for s in range(n_subjects):
         tone = (s % 10) + 1
         subject = Subject.objects.create(
-            project=project, external_id=f"S{s + 1:03d}",
+            project=project,
+            external_id=f"S{s + 1:03d}",
             attributes={"gender": genders[s % 2], "body_shape": round(float(rng.normal(0, 1)), 2), "synthetic": True},
-        )  # fmt: skip
+        )
         for shot in range(2):
             exposure = float(rng.choice([-1.0, -0.5, 0.0, 0.0, 0.5]))
             wb = tuple(float(x) for x in rng.choice([[1, 1, 1], [1.08, 1.0, 0.9], [0.92, 1.0, 1.1]]))
             # Half the subjects come with a skin mask (as from a segmentation tool); the others rely
             # on the rule-based skin detector, whose misses on very light and very deep skin show.
             with_mask = s % 2 == 0
-            data = synthetic_portrait(MONK_TONES[tone - 1][2], exposure_stops=exposure, white_balance=wb,
-                                      seed=s * 10 + shot, shirt=tuple(int(x) for x in rng.integers(30, 220, 3)),
-                                      with_mask=with_mask)  # fmt: skip
+            data = synthetic_portrait(
+                MONK_TONES[tone - 1][2],
+                exposure_stops=exposure,
+                white_balance=wb,
+                seed=s * 10 + shot,
+                shirt=tuple(int(x) for x in rng.integers(30, 220, 3)),
+                with_mask=with_mask,
+            )
             data, mask = data if with_mask else (data, None)
             try:
                 image = image_create_from_bytes(
-                    project=project, filename=f"S{s + 1:03d}_{shot + 1}.jpg", data=data, subject=subject,
-                    attributes={"exposure_stops": exposure, "white_balance": ",".join(f"{x:g}" for x in wb), "pose": ["front", "side"][shot]},
-                    is_synthetic=True, mask_data=mask, mask_kind="skin" if mask else "",
-                )  # fmt: skip
+                    project=project,
+                    filename=f"S{s + 1:03d}_{shot + 1}.jpg",
+                    data=data,
+                    subject=subject,
+                    attributes={
+                        "exposure_stops": exposure,
+                        "white_balance": ",".join(f"{x:g}" for x in wb),
+                        "pose": ["front", "side"][shot],
+                    },
+                    is_synthetic=True,
+                    mask_data=mask,
+                    mask_kind="skin" if mask else "",
+                )
             except DuplicateImage:
                 continue
             true_tone[image.id] = tone
     image = image_create_from_bytes(
-        project=project, filename="astronaut.jpg", data=astronaut_bytes(),
+        project=project,
+        filename="astronaut.jpg",
+        data=astronaut_bytes(),
         attributes={"source": "scikit-image data.astronaut (public domain, NASA)"},
-    )  # fmt: skip
+    )
     true_tone[image.id] = 3
     size = min(16, len(true_tone))
     calibration_configure(project=project, size=size, calibration_1_size=min(8, size), n_repeated=min(4, size), seed=59)
@@ -184,17 +209,29 @@ def _simulate_phase(phase, members, true_tone, rng, *, biases, noise=0.6, drift=
     for k, m in enumerate(members):
         for a in phase.assignments.filter(labeler=m, done_at__isnull=True).order_by("position"):
             if rng.random() < 0.02:
-                label_submit(phase=phase, labeler=m, image_id=a.image_id, client_id=uuid.uuid4(),
-                             skip_reason="image unusable", time_spent_ms=int(rng.integers(1500, 4000)))  # fmt: skip
+                label_submit(
+                    phase=phase,
+                    labeler=m,
+                    image_id=a.image_id,
+                    client_id=uuid.uuid4(),
+                    skip_reason="image unusable",
+                    time_spent_ms=int(rng.integers(1500, 4000)),
+                )
                 continue
             value = true_tone[a.image_id] + biases[k] + drift.get(k, 0.0) + rng.normal(0, noise)
             tone = int(np.clip(round(value), 1, 10))
             tones = [tone, tone + 1] if (value - tone > 0.3 and tone < 10) else [tone]
             label_submit(
-                phase=phase, labeler=m, image_id=a.image_id, client_id=uuid.uuid4(), tones=tones,
-                uncertain=bool(rng.random() < 0.08), time_spent_ms=int(rng.integers(2500, 9000)),
-                tone_order=list(range(1, 11)), client_info={"simulated": True},
-            )  # fmt: skip
+                phase=phase,
+                labeler=m,
+                image_id=a.image_id,
+                client_id=uuid.uuid4(),
+                tones=tones,
+                uncertain=bool(rng.random() < 0.08),
+                time_spent_ms=int(rng.integers(2500, 9000)),
+                tone_order=list(range(1, 11)),
+                client_info={"simulated": True},
+            )
 
 
 @transaction.atomic
@@ -209,15 +246,23 @@ def demo_finished_study_create(*, lead, n_subjects: int = 24) -> Project:
         return existing
     User = get_user_model()
     project = project_create(
-        name=FINISHED_NAME, created_by=lead, labels_per_image=3, is_demo=True,
+        name=FINISHED_NAME,
+        created_by=lead,
+        labels_per_image=3,
+        is_demo=True,
         description="Synthetic portraits with skin masks; every label is simulated (per-labeler bias and noise).",
-    )  # fmt: skip
+    )
     members = []
     for username, profile in DEMO_LABELERS:
         user = User.objects.get(username=username)
         members.append(
-            Membership.objects.create(project=project, user=user, role=Membership.Role.LABELER,
-                                      pseudonym=f"L{len(members) + 1:02d}", **profile)  # fmt: skip
+            Membership.objects.create(
+                project=project,
+                user=user,
+                role=Membership.Role.LABELER,
+                pseudonym=f"L{len(members) + 1:02d}",
+                **profile,
+            )
         )
     rng = np.random.default_rng(7)
     true_tone = {}
@@ -225,21 +270,35 @@ def demo_finished_study_create(*, lead, n_subjects: int = 24) -> Project:
         # Deeper tones under-represented, as the seed found in practice.
         tone = int(rng.choice(np.arange(1, 11), p=[0.14, 0.16, 0.16, 0.14, 0.12, 0.1, 0.07, 0.05, 0.03, 0.03]))
         subject = Subject.objects.create(
-            project=project, external_id=f"F{s + 1:03d}",
+            project=project,
+            external_id=f"F{s + 1:03d}",
             attributes={"gender": ["woman", "man"][s % 2], "body_shape": round(float(rng.normal(0, 1)), 2)},
-        )  # fmt: skip
+        )
         for shot in range(2):
             exposure = float(rng.choice([-0.5, 0.0, 0.0, 0.5]))
-            data, mask = synthetic_portrait(MONK_TONES[tone - 1][2], exposure_stops=exposure, seed=1000 + s * 10 + shot,
-                                            shirt=tuple(int(x) for x in rng.integers(30, 220, 3)), with_mask=True)  # fmt: skip
+            data, mask = synthetic_portrait(
+                MONK_TONES[tone - 1][2],
+                exposure_stops=exposure,
+                seed=1000 + s * 10 + shot,
+                shirt=tuple(int(x) for x in rng.integers(30, 220, 3)),
+                with_mask=True,
+            )
             image = image_create_from_bytes(
-                project=project, filename=f"F{s + 1:03d}_{shot + 1}.jpg", data=data, subject=subject,
-                attributes={"exposure_stops": exposure}, is_synthetic=True, mask_data=mask, mask_kind="skin",
-            )  # fmt: skip
+                project=project,
+                filename=f"F{s + 1:03d}_{shot + 1}.jpg",
+                data=data,
+                subject=subject,
+                attributes={"exposure_stops": exposure},
+                is_synthetic=True,
+                mask_data=mask,
+                mask_kind="skin",
+            )
             true_tone[image.id] = tone
     size = min(16, len(true_tone) - 1)  # leave at least one image for the main phase
     cal1_size = max(1, size * 5 // 8)
-    calibration_configure(project=project, size=size, calibration_1_size=cal1_size, n_repeated=min(6, cal1_size), seed=2026)
+    calibration_configure(
+        project=project, size=size, calibration_1_size=cal1_size, n_repeated=min(6, cal1_size), seed=2026
+    )
     biases = [0.0, 0.5, -0.4, 0.1]
     cal1 = phase_open(phase=phase_get(project, "calibration_1"), labels_per_image=4)
     _simulate_phase(cal1, members, true_tone, rng, biases=biases)

@@ -97,9 +97,7 @@ class DuplicateImage(Exception):
     """An image with the same content (sha256) is already in the project."""
 
     def __init__(self, existing: Image) -> None:
-        super().__init__(
-            f"same content as image '{existing.external_id}' already in the project"
-        )
+        super().__init__(f"same content as image '{existing.external_id}' already in the project")
         self.existing = existing
 
 
@@ -134,21 +132,13 @@ def sanitize_filename(filename: str) -> str:
     >>> sanitize_filename("C:\\\\photos\\\\../a\\x00b.JPG")
     'ab.JPG'
     """
-    name = (
-        unicodedata.normalize("NFC", str(filename))
-        .replace("\\", "/")
-        .rsplit("/", 1)[-1]
-    )
+    name = unicodedata.normalize("NFC", str(filename)).replace("\\", "/").rsplit("/", 1)[-1]
     name = _FILENAME_UNSAFE.sub("", name).strip().lstrip(".").strip()
     if not name:
         return "image"
     if len(name) > 300:
         stem, dot, ext = name.rpartition(".")
-        name = (
-            (stem[: 300 - len(ext) - 1] + dot + ext)
-            if dot and len(ext) <= 10
-            else name[:300]
-        )
+        name = (stem[: 300 - len(ext) - 1] + dot + ext) if dot and len(ext) <= 10 else name[:300]
     return name
 
 
@@ -212,19 +202,13 @@ def _decode(data: bytes, *, what: str = "image") -> tuple[PILImage.Image, _Decod
             img = PILImage.open(io.BytesIO(data), formats=[sniffed])
         width, height = img.size
         if width < 1 or height < 1:
-            raise ImageRejected(
-                f"{prefix}the {label} declares an empty size {width}x{height}"
-            )
+            raise ImageRejected(f"{prefix}the {label} declares an empty size {width}x{height}")
         if width * height > max_pixels:
             raise ImageRejected(
                 f"{prefix}decompression bomb: {width * height:,} pixels "
                 f"({width}x{height}) is over the limit of {max_pixels:,}"
             )
-        bombs = [
-            w
-            for w in caught
-            if issubclass(w.category, PILImage.DecompressionBombWarning)
-        ]
+        bombs = [w for w in caught if issubclass(w.category, PILImage.DecompressionBombWarning)]
         if bombs:
             raise PILImage.DecompressionBombWarning(str(bombs[0].message))
         with warnings.catch_warnings():
@@ -237,26 +221,17 @@ def _decode(data: bytes, *, what: str = "image") -> tuple[PILImage.Image, _Decod
         count = f"{int(pixels.group(1)):,} pixels" if pixels else "the image"
         limit = PILImage.MAX_IMAGE_PIXELS or 0
         raise ImageRejected(
-            f"{prefix}decompression bomb: {count} is over the image library's "
-            f"safety limit of {limit:,}"
+            f"{prefix}decompression bomb: {count} is over the image library's safety limit of {limit:,}"
         ) from exc
     except UnidentifiedImageError as exc:
         if _describe_non_image(data).endswith("plain text)"):
-            raise ImageRejected(
-                f"{prefix}not an image (the file is plain text)"
-            ) from exc
-        raise ImageRejected(
-            f"{prefix}damaged {label}: the header cannot be read"
-        ) from exc
+            raise ImageRejected(f"{prefix}not an image (the file is plain text)") from exc
+        raise ImageRejected(f"{prefix}damaged {label}: the header cannot be read") from exc
     except Exception as exc:  # any decoder failure is a rejection
         message = str(exc)
         if "truncated" in message.lower():
-            raise ImageRejected(
-                f"{prefix}truncated {label} (the file ends too early)"
-            ) from exc
-        raise ImageRejected(
-            f"{prefix}damaged {label}: {message or type(exc).__name__}"
-        ) from exc
+            raise ImageRejected(f"{prefix}truncated {label} (the file ends too early)") from exc
+        raise ImageRejected(f"{prefix}damaged {label}: {message or type(exc).__name__}") from exc
     # Multi-picture JPEGs (MPO, from some phones and 3-D cameras) are JPEGs.
     actual = "JPEG" if img.format == "MPO" else img.format
     if actual != sniffed:
@@ -273,13 +248,10 @@ def _check_extension(filename: str, fmt: str) -> None:
     claimed = EXTENSION_FORMATS.get(suffix)
     if claimed is None:
         allowed = ", ".join(sorted(e.lstrip(".") for e in IMAGE_EXTENSIONS))
-        raise ImageRejected(
-            f"'{suffix}' files are not supported (supported: {allowed})"
-        )
+        raise ImageRejected(f"'{suffix}' files are not supported (supported: {allowed})")
     if claimed != fmt:
         raise ImageRejected(
-            f"the file is named {suffix} but its content is {SUPPORTED_FORMATS[fmt]}; "
-            "rename it or re-export it"
+            f"the file is named {suffix} but its content is {SUPPORTED_FORMATS[fmt]}; rename it or re-export it"
         )
 
 
@@ -297,9 +269,7 @@ def _clean_attributes(attributes: dict[str, Any] | None) -> dict[str, Any]:
         if isinstance(value, float) and not math.isfinite(value):
             raise ImageRejected(f"attribute '{key}' is not a finite number")
         if isinstance(value, str) and len(value) > MAX_ATTRIBUTE_TEXT:
-            raise ImageRejected(
-                f"attribute '{key}' is longer than {MAX_ATTRIBUTE_TEXT} characters"
-            )
+            raise ImageRejected(f"attribute '{key}' is longer than {MAX_ATTRIBUTE_TEXT} characters")
         cleaned[key.strip()] = value
     return cleaned
 
@@ -311,8 +281,7 @@ def _mask_png(mask_data: bytes, *, width: int, height: int) -> bytes:
     mask, decoded = _decode(mask_data, what="mask")
     if (decoded.width, decoded.height) != (width, height):
         raise ImageRejected(
-            f"mask is {decoded.width}x{decoded.height} but the image is {width}x{height} "
-            "after EXIF orientation"
+            f"mask is {decoded.width}x{decoded.height} but the image is {width}x{height} after EXIF orientation"
         )
     mask = ImageOps.exif_transpose(mask)
     if mask.mode in ("P", "PA"):
@@ -399,9 +368,7 @@ def image_create_from_bytes(
     if not data:
         raise ImageRejected("the file is empty")
     if len(data) > max_bytes:
-        raise ImageRejected(
-            f"the file is {len(data):,} bytes; the limit is {max_bytes:,} bytes"
-        )
+        raise ImageRejected(f"the file is {len(data):,} bytes; the limit is {max_bytes:,} bytes")
     sha256 = hashlib.sha256(data).hexdigest()
     existing = Image.objects.filter(project=project, sha256=sha256).first()
     if existing is not None:
@@ -418,18 +385,14 @@ def image_create_from_bytes(
         raise ImageRejected("the image id is longer than 200 characters")
     taken = Image.objects.filter(project=project, external_id=external_id).first()
     if taken is not None:
-        raise ImageRejected(
-            f"image id '{external_id}' is already used by another image in this project"
-        )
+        raise ImageRejected(f"image id '{external_id}' is already used by another image in this project")
     clean_attributes = _clean_attributes(attributes)
 
     mask_png = None
     mask_kind = (mask_kind or "").strip().lower()
     if mask_data:
         if mask_kind and mask_kind not in MASK_KINDS:
-            raise ImageRejected(
-                f"mask kind '{mask_kind}' is not one of: {', '.join(MASK_KINDS)}"
-            )
+            raise ImageRejected(f"mask kind '{mask_kind}' is not one of: {', '.join(MASK_KINDS)}")
         mask_png = _mask_png(mask_data, width=decoded.width, height=decoded.height)
     else:
         mask_kind = ""
@@ -472,9 +435,7 @@ def image_create_from_bytes(
             existing = Image.objects.filter(project=project, sha256=sha256).first()
             if existing is not None:
                 raise DuplicateImage(existing) from exc
-            raise ImageRejected(
-                f"image id '{external_id}' is already used by another image in this project"
-            ) from exc
+            raise ImageRejected(f"image id '{external_id}' is already used by another image in this project") from exc
         raise
     return image
 
@@ -496,9 +457,7 @@ def _sixteen_to_eight(img: PILImage.Image) -> PILImage.Image:
     return PILImage.fromarray(eight.astype(np.uint8), mode="L")
 
 
-def _colour_to_srgb(
-    colour: PILImage.Image, icc_profile: bytes | None, notes: list[str]
-) -> PILImage.Image:
+def _colour_to_srgb(colour: PILImage.Image, icc_profile: bytes | None, notes: list[str]) -> PILImage.Image:
     if icc_profile:
         try:
             source = ImageCms.ImageCmsProfile(io.BytesIO(icc_profile))
@@ -511,16 +470,11 @@ def _colour_to_srgb(
                 outputMode="RGB",
             )
         except Exception as exc:  # noqa: BLE001 - keep the pixels, say so
-            notes.append(
-                f"the embedded colour profile could not be applied ({exc}); "
-                "pixels were kept as they are"
-            )
+            notes.append(f"the embedded colour profile could not be applied ({exc}); pixels were kept as they are")
     return colour.convert("RGB")
 
 
-def _open_oriented_rgb(
-    image: Image, *, max_side: int | None = None
-) -> tuple[PILImage.Image, list[str]]:
+def _open_oriented_rgb(image: Image, *, max_side: int | None = None) -> tuple[PILImage.Image, list[str]]:
     notes: list[str] = []
     with image.original.open("rb") as handle:
         data = handle.read()
@@ -552,15 +506,11 @@ def _open_oriented_rgb(
 
     rgb = _colour_to_srgb(oriented, icc_profile, notes)
     if alpha is not None:
-        rgb = PILImage.composite(
-            rgb, PILImage.new("RGB", rgb.size, SURROUND_GREY), alpha
-        )
+        rgb = PILImage.composite(rgb, PILImage.new("RGB", rgb.size, SURROUND_GREY), alpha)
     return rgb, notes
 
 
-def image_open_oriented_rgb(
-    image: Image, *, max_side: int | None = None
-) -> PILImage.Image:
+def image_open_oriented_rgb(image: Image, *, max_side: int | None = None) -> PILImage.Image:
     """The image as the labelers see it: EXIF-oriented 8-bit sRGB.
 
     Parameters
@@ -624,13 +574,9 @@ def image_make_derivatives(*, image: Image) -> None:
     try:
         rgb, notes = _open_oriented_rgb(image, max_side=display_side)
         display = _jpeg_bytes(rgb, max_side=display_side, quality=DISPLAY_JPEG_QUALITY)
-        thumbnail = _jpeg_bytes(
-            rgb, max_side=thumb_side, quality=THUMBNAIL_JPEG_QUALITY
-        )
+        thumbnail = _jpeg_bytes(rgb, max_side=thumb_side, quality=THUMBNAIL_JPEG_QUALITY)
     except Exception as exc:  # noqa: BLE001 - recorded on the image for the lead
-        logger.warning(
-            "derivatives failed for image %s: %s", image.pk, type(exc).__name__
-        )
+        logger.warning("derivatives failed for image %s: %s", image.pk, type(exc).__name__)
         image.derivative_status = Image.DerivativeStatus.FAILED
         image.derivative_error = f"could not make the display image: {exc}"[:2000]
         image.save(update_fields=["derivative_status", "derivative_error"])
@@ -649,6 +595,4 @@ def image_make_derivatives(*, image: Image) -> None:
     image.thumbnail.save(thumbnail_name, ContentFile(thumbnail), save=False)
     image.derivative_status = Image.DerivativeStatus.READY
     image.derivative_error = "; ".join(notes)
-    image.save(
-        update_fields=["display", "thumbnail", "derivative_status", "derivative_error"]
-    )
+    image.save(update_fields=["display", "thumbnail", "derivative_status", "derivative_error"])

@@ -218,8 +218,7 @@ def _import_one(
             filename=filename,
             row=row,
             image=duplicate.existing,
-            reason=f"{prefix}same content as image '{duplicate.existing.external_id}' "
-            "already in the project",
+            reason=f"{prefix}same content as image '{duplicate.existing.external_id}' already in the project",
         )
         return None
     except ImageRejected as rejected:
@@ -241,14 +240,10 @@ def _import_one(
     return image
 
 
-def _subject_upsert(
-    project: Project, subject_id: str, attributes: dict[str, Any]
-) -> Subject:
+def _subject_upsert(project: Project, subject_id: str, attributes: dict[str, Any]) -> Subject:
     if len(subject_id) > 200:
         raise ImageRejected("the subject id is longer than 200 characters")
-    subject, _created = Subject.objects.select_for_update().get_or_create(
-        project=project, external_id=subject_id
-    )
+    subject, _created = Subject.objects.select_for_update().get_or_create(project=project, external_id=subject_id)
     # Later imports update what earlier ones said about the subject.
     merged = {**(subject.attributes or {}), **attributes}
     if merged != subject.attributes:
@@ -301,9 +296,7 @@ def _extension_reason(name: str) -> str | None:
 # --- browser uploads ---------------------------------------------------------------
 
 
-def import_files(
-    *, project: Project, files: Iterable[tuple[str, IO[bytes]]], user
-) -> ImportBatch:
+def import_files(*, project: Project, files: Iterable[tuple[str, IO[bytes]]], user) -> ImportBatch:
     """Import uploaded files one by one.
 
     Parameters
@@ -334,16 +327,10 @@ def import_files(
             filename = str(name or getattr(handle, "name", "") or "upload")
             reason = _extension_reason(filename)
             if reason is not None:
-                report.add(
-                    ImportItem.Outcome.REJECTED, filename=filename, reason=reason
-                )
+                report.add(ImportItem.Outcome.REJECTED, filename=filename, reason=reason)
                 continue
             size = getattr(handle, "size", None)
-            data = (
-                b""
-                if isinstance(size, int) and size > limit
-                else _read_capped(handle, limit)
-            )
+            data = b"" if isinstance(size, int) and size > limit else _read_capped(handle, limit)
             if (isinstance(size, int) and size > limit) or len(data) > limit:
                 report.add(
                     ImportItem.Outcome.REJECTED,
@@ -408,9 +395,7 @@ class _FolderSource:
         try:
             resolved = Path(folder).resolve(strict=True)
         except (OSError, RuntimeError) as exc:
-            raise ImportRefused(
-                f"the folder '{folder}' does not exist on the server"
-            ) from exc
+            raise ImportRefused(f"the folder '{folder}' does not exist on the server") from exc
         if not resolved.is_dir():
             raise ImportRefused(f"'{folder}' is not a folder")
         if not any(resolved == root or root in resolved.parents for root in roots):
@@ -426,9 +411,7 @@ class _FolderSource:
         except (OSError, RuntimeError) as exc:
             raise _MissingFile from exc
         if not resolved.is_relative_to(self.root):
-            raise ImageRejected(
-                "the path leads out of the folder (through a symbolic link)"
-            )
+            raise ImageRejected("the path leads out of the folder (through a symbolic link)")
         if not resolved.is_file():
             raise _MissingFile
         limit = int(_limits()["MAX_IMAGE_BYTES"])
@@ -456,9 +439,7 @@ def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
     ) as exc:
         raise ImageRejected(f"the archive member is damaged ({exc})") from exc
     except NotImplementedError as exc:
-        raise ImageRejected(
-            f"the archive member uses an unsupported compression ({exc})"
-        ) from exc
+        raise ImageRejected(f"the archive member uses an unsupported compression ({exc})") from exc
     if len(data) > limit:
         raise ImageRejected(_too_big(limit))
     return data
@@ -469,9 +450,7 @@ def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
 
 def _is_ignored(path: str) -> bool:
     parts = path.split("/")
-    return any(part.startswith(".") or part == "__MACOSX" for part in parts) or parts[
-        -1
-    ] in (
+    return any(part.startswith(".") or part == "__MACOSX" for part in parts) or parts[-1] in (
         "Thumbs.db",
         "desktop.ini",
     )
@@ -483,8 +462,7 @@ def _check_archive(archive: zipfile.ZipFile) -> None:
     infos = archive.infolist()
     if len(infos) > int(limits["MAX_ARCHIVE_MEMBERS"]):
         raise ImportRefused(
-            f"the archive has {len(infos):,} entries; the limit is "
-            f"{int(limits['MAX_ARCHIVE_MEMBERS']):,}"
+            f"the archive has {len(infos):,} entries; the limit is {int(limits['MAX_ARCHIVE_MEMBERS']):,}"
         )
     total = 0
     seen: set[str] = set()
@@ -492,18 +470,12 @@ def _check_archive(archive: zipfile.ZipFile) -> None:
         try:
             path = _normalise_relative(info.filename)
         except ValueError as exc:
-            raise ImportRefused(
-                f"unsafe path in the archive: '{info.filename}' {exc}; nothing was imported"
-            ) from exc
+            raise ImportRefused(f"unsafe path in the archive: '{info.filename}' {exc}; nothing was imported") from exc
         mode = info.external_attr >> 16
         if info.create_system == 3 and stat.S_ISLNK(mode):
-            raise ImportRefused(
-                f"the archive contains a symbolic link ('{info.filename}'); nothing was imported"
-            )
+            raise ImportRefused(f"the archive contains a symbolic link ('{info.filename}'); nothing was imported")
         if info.flag_bits & 0x1:
-            raise ImportRefused(
-                f"'{info.filename}' in the archive is encrypted; remove the password and retry"
-            )
+            raise ImportRefused(f"'{info.filename}' in the archive is encrypted; remove the password and retry")
         if info.is_dir():
             continue
         if path in seen:
@@ -519,14 +491,10 @@ def _check_archive(archive: zipfile.ZipFile) -> None:
                 )
     max_bytes = int(limits["MAX_ARCHIVE_BYTES"])
     if total > max_bytes:
-        raise ImportRefused(
-            f"the archive unpacks to {total:,} bytes; the limit is {max_bytes:,} bytes"
-        )
+        raise ImportRefused(f"the archive unpacks to {total:,} bytes; the limit is {max_bytes:,} bytes")
 
 
-def import_zip(
-    *, project: Project, fileobj: IO[bytes], user, name: str = "archive.zip"
-) -> ImportBatch:
+def import_zip(*, project: Project, fileobj: IO[bytes], user, name: str = "archive.zip") -> ImportBatch:
     """Import the images in a zip archive (with its ``manifest.csv``/``.jsonl`` if any).
 
     Parameters
@@ -560,21 +528,13 @@ def import_zip(
         try:
             archive = zipfile.ZipFile(fileobj)
         except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
-            raise ImportRefused(
-                f"'{name}' is not a readable zip archive ({exc})"
-            ) from exc
+            raise ImportRefused(f"'{name}' is not a readable zip archive ({exc})") from exc
         with archive:
             _check_archive(archive)
             source = _ArchiveSource(archive)
-            manifests = [
-                path
-                for path in source.members
-                if path.lower() in MANIFEST_NAMES and "/" not in path
-            ]
+            manifests = [path for path in source.members if path.lower() in MANIFEST_NAMES and "/" not in path]
             if len(manifests) > 1:
-                raise ImportRefused(
-                    "the archive has both manifest.csv and manifest.jsonl"
-                )
+                raise ImportRefused("the archive has both manifest.csv and manifest.jsonl")
             if manifests:
                 manifest_path = manifests[0]
                 try:
@@ -598,16 +558,12 @@ def import_zip(
                     continue
                 reason = _extension_reason(path)
                 if reason is not None:
-                    report.add(
-                        ImportItem.Outcome.REJECTED, filename=path, reason=reason
-                    )
+                    report.add(ImportItem.Outcome.REJECTED, filename=path, reason=reason)
                     continue
                 try:
                     data = _read_member(archive, info)
                 except ImageRejected as exc:
-                    report.add(
-                        ImportItem.Outcome.REJECTED, filename=path, reason=exc.reason
-                    )
+                    report.add(ImportItem.Outcome.REJECTED, filename=path, reason=exc.reason)
                     continue
                 _import_one(report, project=project, filename=path, data=data)
 
@@ -649,40 +605,28 @@ def _check_columns(columns: list[str], name: str) -> None:
         raise ImportRefused(f"{name} is empty")
     missing_name = [i + 1 for i, column in enumerate(columns) if not column]
     if missing_name:
-        raise ImportRefused(
-            f"{name}: column {missing_name[0]} of the header has no name"
-        )
-    duplicated = sorted(
-        {c for c in columns if [x.lower() for x in columns].count(c.lower()) > 1}
-    )
+        raise ImportRefused(f"{name}: column {missing_name[0]} of the header has no name")
+    duplicated = sorted({c for c in columns if [x.lower() for x in columns].count(c.lower()) > 1})
     if duplicated:
         raise ImportRefused(f"{name}: the header names column '{duplicated[0]}' twice")
     if not any(column.lower() in FILE_COLUMNS for column in columns):
         found = ", ".join(f"'{c}'" for c in columns)
-        raise ImportRefused(
-            f"the manifest has no 'file' column; columns found: {found}"
-        )
+        raise ImportRefused(f"the manifest has no 'file' column; columns found: {found}")
     if sum(column.lower() in FILE_COLUMNS for column in columns) > 1:
-        raise ImportRefused(
-            f"{name} has more than one of the columns {', '.join(FILE_COLUMNS)}; keep one"
-        )
+        raise ImportRefused(f"{name} has more than one of the columns {', '.join(FILE_COLUMNS)}; keep one")
 
 
 def _check_row_count(count: int, name: str) -> None:
     max_rows = int(_limits()["MAX_MANIFEST_ROWS"])
     if count > max_rows:
-        raise ImportRefused(
-            f"{name} has more than {max_rows:,} rows (the limit); split it into several imports"
-        )
+        raise ImportRefused(f"{name} has more than {max_rows:,} rows (the limit); split it into several imports")
 
 
 def _parse_csv(text: str, name: str) -> list[_Row]:
     first_line = text.split("\n", 1)[0]
     delimiter = ","
     if first_line.count(",") == 0:
-        delimiter = (
-            max((";", "\t"), key=first_line.count) if first_line.strip() else ","
-        )
+        delimiter = max((";", "\t"), key=first_line.count) if first_line.strip() else ","
         if first_line.count(delimiter) == 0:
             delimiter = ","
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
@@ -704,9 +648,7 @@ def _parse_csv(text: str, name: str) -> list[_Row]:
             cells = dict(zip(columns, record, strict=False))
             rows.append(_Row(number, cells, error))
     except csv.Error as exc:
-        raise ImportRefused(
-            f"{name} cannot be read near line {reader.line_num}: {exc}"
-        ) from exc
+        raise ImportRefused(f"{name} cannot be read near line {reader.line_num}: {exc}") from exc
     return rows
 
 
@@ -794,9 +736,7 @@ def _import_rows(
         if row.error:
             reject(row.error)
             continue
-        signature = tuple(
-            sorted((k, _text(v)) for k, v in row.cells.items() if _text(v))
-        )
+        signature = tuple(sorted((k, _text(v)) for k, v in row.cells.items() if _text(v)))
         if signature in seen_rows:
             reject(f"repeats row {seen_rows[signature]}")
             continue
@@ -816,9 +756,7 @@ def _import_rows(
         mask_kind = _text(row.cells.get(lowered.get("mask_kind")))
         effective_id = image_id or PurePosixPath(path).stem
         if effective_id in seen_ids:
-            reject(
-                f"image id '{effective_id}' is already used by row {seen_ids[effective_id]}"
-            )
+            reject(f"image id '{effective_id}' is already used by row {seen_ids[effective_id]}")
             continue
         seen_ids[effective_id] = row.number
 
@@ -828,9 +766,7 @@ def _import_rows(
         image_attributes: dict[str, Any] = {}
         for column, raw in row.cells.items():
             if isinstance(raw, str) and is_formula_like(raw.strip()):
-                warnings.append(
-                    f"column '{column}' starts like a spreadsheet formula; kept as text"
-                )
+                warnings.append(f"column '{column}' starts like a spreadsheet formula; kept as text")
             if column.lower() in reserved:
                 continue
             value = parse_cell(raw) if isinstance(raw, str) else raw
@@ -854,10 +790,7 @@ def _import_rows(
         )
         if conflict is not None:
             name, value, (earlier, earlier_row) = conflict
-            reject(
-                f"subject '{subject_id}' has {name}={earlier!r} in row {earlier_row} "
-                f"but {name}={value!r} here"
-            )
+            reject(f"subject '{subject_id}' has {name}={earlier!r} in row {earlier_row} but {name}={value!r} here")
             continue
 
         if source is None:
@@ -966,9 +899,7 @@ def import_manifest(
         data = _read_capped(manifest, MAX_MANIFEST_BYTES)
         rows = _parse_manifest(data, name)
         if source is None:
-            raise ImportRefused(
-                "the manifest needs an archive or a server folder holding its files"
-            )
+            raise ImportRefused("the manifest needs an archive or a server folder holding its files")
         _import_rows(report, project=project, rows=rows, source=source)
 
     return _run(report, work)

@@ -47,7 +47,9 @@ def labels_import(*, phase: Phase, data: bytes, user) -> dict:
     columns = [c.strip() for c in (reader.fieldnames or [])]
     missing = {"image_id", "labeler", "tones"} - set(columns)
     if missing:
-        raise ValidationError(f"Missing column(s): {', '.join(sorted(missing))}; found: {', '.join(columns) or 'none'}.")
+        raise ValidationError(
+            f"Missing column(s): {', '.join(sorted(missing))}; found: {', '.join(columns) or 'none'}."
+        )
     project = phase.project
     images = dict(project.images.values_list("external_id", "id"))
     in_phase = set(phase.phase_images.values_list("image_id", flat=True))
@@ -62,14 +64,22 @@ def labels_import(*, phase: Phase, data: bytes, user) -> dict:
             raise ValidationError(f"More than {MAX_ROWS} rows.")
         if None in row:  # more cells than columns
             report["rejected"] += 1
-            report["rows"].append({"row": n, "image_id": str(row.get("image_id") or ""), "outcome": "rejected",
-                                   "reason": "this row has more cells than the header has columns"})  # fmt: skip
+            report["rows"].append(
+                {
+                    "row": n,
+                    "image_id": str(row.get("image_id") or ""),
+                    "outcome": "rejected",
+                    "reason": "this row has more cells than the header has columns",
+                }
+            )
             continue
         row = {(k or "").strip(): (v if isinstance(v, str) else "").strip() for k, v in row.items()}
 
         def reject(reason: str, n=n, row=row) -> None:
             report["rejected"] += 1
-            report["rows"].append({"row": n, "image_id": row.get("image_id", ""), "outcome": "rejected", "reason": reason})
+            report["rows"].append(
+                {"row": n, "image_id": row.get("image_id", ""), "outcome": "rejected", "reason": reason}
+            )
 
         image_id = images.get(row["image_id"])
         labeler = labelers.get(row["labeler"])
@@ -82,7 +92,9 @@ def labels_import(*, phase: Phase, data: bytes, user) -> dict:
         if labeler is None:
             reject(f"no labeler with the id {row['labeler']!r} in this project")
             continue
-        if (image_id, labeler.id) in seen or Label.objects.filter(phase=phase, image_id=image_id, labeler=labeler).exists():
+        if (image_id, labeler.id) in seen or Label.objects.filter(
+            phase=phase, image_id=image_id, labeler=labeler
+        ).exists():
             reject("this labeler already has a label for this image in this phase")
             continue
         try:
@@ -92,14 +104,21 @@ def labels_import(*, phase: Phase, data: bytes, user) -> dict:
                 raise ValueError
             time_ms = int(round(seconds * 1000))
             selection = selection_clean(
-                phase=phase, tones=tones, uncertain=row.get("uncertain", "").lower() in TRUE,
-                skip_reason=row.get("skip_reason", ""), allow_invalid=True,
-            )  # fmt: skip
+                phase=phase,
+                tones=tones,
+                uncertain=row.get("uncertain", "").lower() in TRUE,
+                skip_reason=row.get("skip_reason", ""),
+                allow_invalid=True,
+            )
         except ValueError:
             reject("tones must be whole numbers like 4 or 3+4; time_spent_s a number of seconds")
             continue
         except ValidationError as exc:
-            reject(" ".join(m for ms in exc.message_dict.values() for m in ms) if hasattr(exc, "error_dict") else " ".join(exc.messages))
+            reject(
+                " ".join(m for ms in exc.message_dict.values() for m in ms)
+                if hasattr(exc, "error_dict")
+                else " ".join(exc.messages)
+            )
             continue
         assignment = phase.assignments.filter(labeler=labeler, image_id=image_id).first()
         if assignment is not None:
@@ -108,16 +127,33 @@ def labels_import(*, phase: Phase, data: bytes, user) -> dict:
             is_repeat = (image_id, labeler.id) in repeat_pairs
         with transaction.atomic():
             label = Label.objects.create(
-                phase=phase, image_id=image_id, labeler=labeler, is_repeat=is_repeat, tone_low=selection.tone_low,
-                tone_high=selection.tone_high, value=selection.value, uncertain=selection.uncertain,
-                skip_reason=selection.skip_reason, is_valid=selection.is_valid, n_revisions=1, time_spent_ms=time_ms,
-            )  # fmt: skip
+                phase=phase,
+                image_id=image_id,
+                labeler=labeler,
+                is_repeat=is_repeat,
+                tone_low=selection.tone_low,
+                tone_high=selection.tone_high,
+                value=selection.value,
+                uncertain=selection.uncertain,
+                skip_reason=selection.skip_reason,
+                is_valid=selection.is_valid,
+                n_revisions=1,
+                time_spent_ms=time_ms,
+            )
             LabelRevision.objects.create(
-                label=label, number=1, client_id=uuid.uuid4(), source=LabelRevision.Source.IMPORT,
-                tone_low=selection.tone_low, tone_high=selection.tone_high, value=selection.value,
-                uncertain=selection.uncertain, skip_reason=selection.skip_reason, time_spent_ms=time_ms,
-                author=user, reason="imported",
-            )  # fmt: skip
+                label=label,
+                number=1,
+                client_id=uuid.uuid4(),
+                source=LabelRevision.Source.IMPORT,
+                tone_low=selection.tone_low,
+                tone_high=selection.tone_high,
+                value=selection.value,
+                uncertain=selection.uncertain,
+                skip_reason=selection.skip_reason,
+                time_spent_ms=time_ms,
+                author=user,
+                reason="imported",
+            )
             if assignment is not None and assignment.kind == "label":
                 if assignment.done_at is None:
                     assignment.done_at = timezone.now()
@@ -125,6 +161,12 @@ def labels_import(*, phase: Phase, data: bytes, user) -> dict:
                 Label.objects.filter(pk=label.pk).update(assignment=assignment)
         seen.add((image_id, labeler.id))
         report["imported"] += 1
-        report["rows"].append({"row": n, "image_id": row["image_id"], "outcome": "imported",
-                               "reason": "" if selection.is_valid else "invalid: non-adjacent pair (kept, flagged)"})  # fmt: skip
+        report["rows"].append(
+            {
+                "row": n,
+                "image_id": row["image_id"],
+                "outcome": "imported",
+                "reason": "" if selection.is_valid else "invalid: non-adjacent pair (kept, flagged)",
+            }
+        )
     return report

@@ -175,7 +175,11 @@ def label_submit(
     # insert hits the unique client_id. That saves a query on every first submit.
     try:
         if phase.status != Phase.Status.OPEN:
-            raise ValidationError({"phase": f"{phase.get_kind_display()} is {phase.get_status_display().lower()}: labels cannot be submitted."})
+            raise ValidationError(
+                {
+                    "phase": f"{phase.get_kind_display()} is {phase.get_status_display().lower()}: labels cannot be submitted."
+                }
+            )
         try:
             time_spent_ms = int(time_spent_ms or 0)
         except (TypeError, ValueError):
@@ -194,9 +198,16 @@ def label_submit(
     if connection.vendor == "postgresql":
         try:
             revision = _first_answer_one_statement(
-                phase=phase, labeler=labeler, image_id=image_id, client_id=client_id, selection=selection,
-                time_spent_ms=time_spent_ms, tone_order=order, client_info=info, user=user,
-            )  # fmt: skip
+                phase=phase,
+                labeler=labeler,
+                image_id=image_id,
+                client_id=client_id,
+                selection=selection,
+                time_spent_ms=time_spent_ms,
+                tone_order=order,
+                client_info=info,
+                user=user,
+            )
         except IntegrityError:
             revision = None  # e.g. a replayed client_id: the general path below sorts it out
         if revision is not None:
@@ -230,21 +241,39 @@ def label_submit(
                         source = LabelRevision.Source.CHANGE
             if label is None:
                 label = Label.objects.create(
-                    phase=phase, image_id=image_id, labeler=labeler, assignment=assignment,
-                    is_repeat=assignment.is_repeat, tone_low=selection.tone_low,
-                    tone_high=selection.tone_high, value=selection.value, uncertain=selection.uncertain,
-                    skip_reason=selection.skip_reason, is_valid=selection.is_valid, n_revisions=1,
+                    phase=phase,
+                    image_id=image_id,
+                    labeler=labeler,
+                    assignment=assignment,
+                    is_repeat=assignment.is_repeat,
+                    tone_low=selection.tone_low,
+                    tone_high=selection.tone_high,
+                    value=selection.value,
+                    uncertain=selection.uncertain,
+                    skip_reason=selection.skip_reason,
+                    is_valid=selection.is_valid,
+                    n_revisions=1,
                     time_spent_ms=time_spent_ms,
-                )  # fmt: skip
+                )
                 number = 1
             else:
                 number = (label.revisions.order_by("-number").values_list("number", flat=True).first() or 0) + 1
             revision = LabelRevision.objects.create(
-                label=label, number=number, client_id=client_id, source=source,
-                tone_low=selection.tone_low, tone_high=selection.tone_high, value=selection.value,
-                uncertain=selection.uncertain, skip_reason=selection.skip_reason,
-                time_spent_ms=time_spent_ms, tone_order=order, client_info=info, author=user, reason=reason,
-            )  # fmt: skip
+                label=label,
+                number=number,
+                client_id=client_id,
+                source=source,
+                tone_low=selection.tone_low,
+                tone_high=selection.tone_high,
+                value=selection.value,
+                uncertain=selection.uncertain,
+                skip_reason=selection.skip_reason,
+                time_spent_ms=time_spent_ms,
+                tone_order=order,
+                client_info=info,
+                author=user,
+                reason=reason,
+            )
             if number > 1:
                 _apply_revision(label, revision)
             if assignment.done_at is None:
@@ -295,11 +324,22 @@ def _first_answer_one_statement(
 
     now = timezone.now()
     params = {
-        "now": now, "phase": phase.id, "labeler": labeler.id, "image": int(image_id), "low": selection.tone_low,
-        "high": selection.tone_high, "value": selection.value, "uncertain": selection.uncertain,
-        "skip": selection.skip_reason, "valid": selection.is_valid, "ms": time_spent_ms, "client": client_id,
-        "order": json.dumps(tone_order), "info": json.dumps(client_info), "author": user.id,
-    }  # fmt: skip
+        "now": now,
+        "phase": phase.id,
+        "labeler": labeler.id,
+        "image": int(image_id),
+        "low": selection.tone_low,
+        "high": selection.tone_high,
+        "value": selection.value,
+        "uncertain": selection.uncertain,
+        "skip": selection.skip_reason,
+        "valid": selection.is_valid,
+        "ms": time_spent_ms,
+        "client": client_id,
+        "order": json.dumps(tone_order),
+        "info": json.dumps(client_info),
+        "author": user.id,
+    }
     # Inside a caller's transaction, a savepoint keeps a failed insert from spoiling it;
     # in autocommit mode the single statement is atomic by itself.
     with transaction.atomic() if connection.in_atomic_block else nullcontext(), connection.cursor() as cursor:
@@ -309,25 +349,54 @@ def _first_answer_one_statement(
         return None
     label_id, is_repeat, revision_id = row
     label = Label(
-        id=label_id, phase_id=phase.id, image_id=int(image_id), labeler_id=labeler.id, is_repeat=is_repeat,
-        tone_low=selection.tone_low, tone_high=selection.tone_high, value=selection.value,
-        uncertain=selection.uncertain, skip_reason=selection.skip_reason, is_valid=selection.is_valid,
-        n_revisions=1, time_spent_ms=time_spent_ms, created_at=now, updated_at=now,
-    )  # fmt: skip
+        id=label_id,
+        phase_id=phase.id,
+        image_id=int(image_id),
+        labeler_id=labeler.id,
+        is_repeat=is_repeat,
+        tone_low=selection.tone_low,
+        tone_high=selection.tone_high,
+        value=selection.value,
+        uncertain=selection.uncertain,
+        skip_reason=selection.skip_reason,
+        is_valid=selection.is_valid,
+        n_revisions=1,
+        time_spent_ms=time_spent_ms,
+        created_at=now,
+        updated_at=now,
+    )
     label._state.adding = False
     revision = LabelRevision(
-        id=revision_id, label=label, number=1, client_id=client_id, source=LabelRevision.Source.LABELER,
-        tone_low=selection.tone_low, tone_high=selection.tone_high, value=selection.value,
-        uncertain=selection.uncertain, skip_reason=selection.skip_reason, time_spent_ms=time_spent_ms,
-        tone_order=tone_order, client_info=client_info, author_id=user.id, reason="", created_at=now,
-    )  # fmt: skip
+        id=revision_id,
+        label=label,
+        number=1,
+        client_id=client_id,
+        source=LabelRevision.Source.LABELER,
+        tone_low=selection.tone_low,
+        tone_high=selection.tone_high,
+        value=selection.value,
+        uncertain=selection.uncertain,
+        skip_reason=selection.skip_reason,
+        time_spent_ms=time_spent_ms,
+        tone_order=tone_order,
+        client_info=client_info,
+        author_id=user.id,
+        reason="",
+        created_at=now,
+    )
     revision._state.adding = False
     return revision
 
 
 @transaction.atomic
 def label_correct(
-    *, label: Label, user, reason: str, tones: list | None = None, uncertain: bool = False, skip_reason: str = "",
+    *,
+    label: Label,
+    user,
+    reason: str,
+    tones: list | None = None,
+    uncertain: bool = False,
+    skip_reason: str = "",
     client_id=None,
 ) -> LabelRevision:
     """A lead records a correction as a new revision with a reason; the labeler's answer stays in history."""
@@ -338,11 +407,18 @@ def label_correct(
     selection = selection_clean(phase=label.phase, tones=tones, uncertain=uncertain, skip_reason=skip_reason)
     last = label.revisions.order_by("-number").values_list("number", flat=True).first() or 0
     revision = LabelRevision.objects.create(
-        label=label, number=last + 1, client_id=client_id or uuid.uuid4(),
-        source=LabelRevision.Source.CORRECTION, tone_low=selection.tone_low, tone_high=selection.tone_high,
-        value=selection.value, uncertain=selection.uncertain, skip_reason=selection.skip_reason,
-        author=user, reason=reason,
-    )  # fmt: skip
+        label=label,
+        number=last + 1,
+        client_id=client_id or uuid.uuid4(),
+        source=LabelRevision.Source.CORRECTION,
+        tone_low=selection.tone_low,
+        tone_high=selection.tone_high,
+        value=selection.value,
+        uncertain=selection.uncertain,
+        skip_reason=selection.skip_reason,
+        author=user,
+        reason=reason,
+    )
     _apply_revision(label, revision)
     return revision
 
@@ -375,12 +451,18 @@ def relabel_request(*, image: Image, labelers: list[Membership], reason: str, us
         position = (post.assignments.filter(labeler=membership).aggregate(m=Max("position"))["m"] or 0) + 1
         post.participants.get_or_create(labeler=membership, defaults={"shuffle_seed": 0})
         assignment, _ = Assignment.objects.update_or_create(
-            phase=post, labeler=membership, image=image,
+            phase=post,
+            labeler=membership,
+            image=image,
             defaults={
-                "position": position, "kind": Assignment.Kind.RELABEL if original else Assignment.Kind.LABEL,
-                "relabel_of": original, "request_reason": reason, "requested_by": user, "done_at": None,
+                "position": position,
+                "kind": Assignment.Kind.RELABEL if original else Assignment.Kind.LABEL,
+                "relabel_of": original,
+                "request_reason": reason,
+                "requested_by": user,
+                "done_at": None,
             },
-        )  # fmt: skip
+        )
         created.append(assignment)
     return created
 

@@ -93,9 +93,7 @@ def calibration_configure(
         + [PhaseImage(phase=cal2, image_id=i) for i in rest]
     )
     in_calibration = set(chosen)
-    PhaseImage.objects.bulk_create(
-        [PhaseImage(phase=main, image_id=i) for i in all_ids if i not in in_calibration]
-    )
+    PhaseImage.objects.bulk_create([PhaseImage(phase=main, image_id=i) for i in all_ids if i not in in_calibration])
     for phase in (cal1, cal2):
         phase.selection_seed = seed
         phase.selection_method = method
@@ -185,7 +183,9 @@ def _repeat_pairs(phase: Phase) -> set[tuple[int, int]]:
     repeated = set(phase.phase_images.filter(is_repeat=True).values_list("image_id", flat=True))
     if not repeated:
         return set()
-    return {(image_id, labeler_id) for image_id, labeler_id in calibration_1_pairs(phase.project) if image_id in repeated}
+    return {
+        (image_id, labeler_id) for image_id, labeler_id in calibration_1_pairs(phase.project) if image_id in repeated
+    }
 
 
 @transaction.atomic
@@ -231,7 +231,13 @@ def phase_open(*, phase: Phase, labeler_ids: list[int] | None = None, labels_per
         PhaseParticipant.objects.create(phase=phase, labeler=membership, shuffle_seed=seed)
         order = spread_order(per_labeler[membership.id], subjects, np.random.default_rng(seed))
         Assignment.objects.bulk_create(
-            Assignment(phase=phase, labeler=membership, image_id=image_id, position=pos, is_repeat=(image_id, membership.id) in repeats)
+            Assignment(
+                phase=phase,
+                labeler=membership,
+                image_id=image_id,
+                position=pos,
+                is_repeat=(image_id, membership.id) in repeats,
+            )
             for pos, image_id in enumerate(order, start=1)
         )
     phase.status = Phase.Status.OPEN
@@ -280,9 +286,7 @@ def phase_set_labels_per_image(*, phase: Phase, labels_per_image: int) -> int:
         have[image_id].add(labeler_id)
     repeats = _repeat_pairs(phase)
     repeat_images = {image_id for image_id, _ in repeats}
-    load = dict(
-        phase.assignments.values("labeler_id").annotate(n=Count("id")).values_list("labeler_id", "n")
-    )
+    load = dict(phase.assignments.values("labeler_id").annotate(n=Count("id")).values_list("labeler_id", "n"))
     rng = np.random.default_rng(phase.selection_seed + labels_per_image)
     added: dict[int, list[int]] = defaultdict(list)
     for pi in phase.phase_images.order_by("id"):
@@ -292,7 +296,11 @@ def phase_set_labels_per_image(*, phase: Phase, labels_per_image: int) -> int:
         candidates = [p.labeler_id for p in participants if p.labeler_id not in have[pi.image_id]]
         # A repeated image goes first to who labelled it in calibration 1 (a test-retest pair).
         candidates.sort(
-            key=lambda i: ((pi.image_id, i) not in repeats if pi.image_id in repeat_images else True, load.get(i, 0), rng.random())
+            key=lambda i: (
+                (pi.image_id, i) not in repeats if pi.image_id in repeat_images else True,
+                load.get(i, 0),
+                rng.random(),
+            )
         )
         for labeler_id in candidates[:missing]:
             added[labeler_id].append(pi.image_id)
@@ -303,7 +311,9 @@ def phase_set_labels_per_image(*, phase: Phase, labels_per_image: int) -> int:
         start = (phase.assignments.filter(labeler_id=labeler_id).aggregate(m=Max("position"))["m"] or 0) + 1
         order = spread_order(image_ids, subjects, rng)
         Assignment.objects.bulk_create(
-            Assignment(phase=phase, labeler_id=labeler_id, image_id=i, position=start + k, is_repeat=(i, labeler_id) in repeats)
+            Assignment(
+                phase=phase, labeler_id=labeler_id, image_id=i, position=start + k, is_repeat=(i, labeler_id) in repeats
+            )
             for k, i in enumerate(order)
         )
         n_added += len(order)
@@ -321,7 +331,10 @@ def phase_progress(phase: Phase) -> dict:
         .order_by("labeler__pseudonym")
     )
     time_spent = dict(
-        Label.objects.filter(phase=phase).values("labeler_id").annotate(t=Sum("time_spent_ms")).values_list("labeler_id", "t")
+        Label.objects.filter(phase=phase)
+        .values("labeler_id")
+        .annotate(t=Sum("time_spent_ms"))
+        .values_list("labeler_id", "t")
     )
     labelers = [
         {

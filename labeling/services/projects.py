@@ -14,9 +14,31 @@ DEFAULT_SKIP_REASONS = ["no skin visible", "image unusable", "other"]
 
 # Tags a lead may use in the labeling instructions (rich text); everything else is stripped.
 ALLOWED_TAGS = {
-    "p", "br", "strong", "em", "b", "i", "u", "ul", "ol", "li", "h2", "h3", "h4",
-    "blockquote", "code", "pre", "a", "hr", "table", "thead", "tbody", "tr", "th", "td",
-}  # fmt: skip
+    "p",
+    "br",
+    "strong",
+    "em",
+    "b",
+    "i",
+    "u",
+    "ul",
+    "ol",
+    "li",
+    "h2",
+    "h3",
+    "h4",
+    "blockquote",
+    "code",
+    "pre",
+    "a",
+    "hr",
+    "table",
+    "thead",
+    "tbody",
+    "tr",
+    "th",
+    "td",
+}
 
 
 def sanitize_instructions(html: str) -> str:
@@ -91,9 +113,7 @@ def project_create(
     for kind in Phase.ORDER:
         Phase.objects.create(project=project, kind=kind, labels_per_image=labels_per_image)
     if created_by is not None:
-        Membership.objects.create(
-            project=project, user=created_by, role=Membership.Role.LEAD, pseudonym="LEAD"
-        )
+        Membership.objects.create(project=project, user=created_by, role=Membership.Role.LEAD, pseudonym="LEAD")
     return project
 
 

@@ -187,10 +187,16 @@ def baselines_overview(request, pk: int):
     summary = svc.baseline_summary(project)
     query = "&".join(f"{k}={v}" for k, v in chosen.items())
     fields = [
-        {"name": name, "value": parameters[name], "help": spec[3], "min": spec[1], "max": spec[2],
-         "step": "1" if spec[0] is int else "any"}
+        {
+            "name": name,
+            "value": parameters[name],
+            "help": spec[3],
+            "min": spec[1],
+            "max": spec[2],
+            "step": "1" if spec[0] is int else "any",
+        }
         for name, spec in svc.PARAMETER_SPECS.items()
-    ]  # fmt: skip
+    ]
     return render(
         request,
         "labeling/baselines.html",
@@ -306,10 +312,16 @@ def baselines_compare(request, pk: int):
     for tone, values in comparison["by_tone"].items():
         ordered = sorted(values)
         by_tone.append(
-            {"tone": tone, "n": len(values), "median": ordered[len(ordered) // 2] if len(ordered) % 2
-             else (ordered[len(ordered) // 2 - 1] + ordered[len(ordered) // 2]) / 2,
-             "min": ordered[0], "max": ordered[-1]}
-        )  # fmt: skip
+            {
+                "tone": tone,
+                "n": len(values),
+                "median": ordered[len(ordered) // 2]
+                if len(ordered) % 2
+                else (ordered[len(ordered) // 2 - 1] + ordered[len(ordered) // 2]) / 2,
+                "min": ordered[0],
+                "max": ordered[-1],
+            }
+        )
     return render(
         request,
         "labeling/baselines_compare.html",

@@ -111,29 +111,44 @@ def _dashboard_context(dashboard: dict) -> dict:
                 dist = summary["label_distribution"]
                 total = sum(dist["counts"]) or 1
                 count = dist["counts"][index]
-                cells.append({"count": count, "pct": f"{count / total * 100:.1f}%",
-                              "few": value % 1 == 0 and int(value) in dist["under_represented"]})  # fmt: skip
+                cells.append(
+                    {
+                        "count": count,
+                        "pct": f"{count / total * 100:.1f}%",
+                        "few": value % 1 == 0 and int(value) in dist["under_represented"],
+                    }
+                )
             if value % 1 and not any(c["count"] for c in cells):
                 continue  # half-steps nobody used
             tone = tones.get(int(value)) if value % 1 == 0 else None
             distribution.append(
-                {"label": f"{value:g}" if tone is None else f"{tone['code']}", "hex": tone and tone["hex"],
-                 "pair": bool(value % 1), "cells": cells}
-            )  # fmt: skip
+                {
+                    "label": f"{value:g}" if tone is None else f"{tone['code']}",
+                    "hex": tone and tone["hex"],
+                    "pair": bool(value % 1),
+                    "cells": cells,
+                }
+            )
     drift_rows = [
-        {"labeler": row["labeler"], "cells": [
-            next((b for b in row["baseline"] if b["phase_id"] == s["phase"]["id"]), None) for s in phases
-        ]}
+        {
+            "labeler": row["labeler"],
+            "cells": [next((b for b in row["baseline"] if b["phase_id"] == s["phase"]["id"]), None) for s in phases],
+        }
         for row in dashboard["labelers"]
-    ]  # fmt: skip
+    ]
     selected = dashboard["selected"]
     kappa_rows, band_rows, bands = [], [], []
     if selected:
         kappa = selected["kappa"]
         for name, row, common in zip(kappa["labelers"], kappa["matrix"], kappa["n_common"], strict=True):
-            kappa_rows.append({"labeler": name, "cells": [
-                {"text": "—" if k is None else f"{k:.2f}", "n": n} for k, n in zip(row, common, strict=True)
-            ]})  # fmt: skip
+            kappa_rows.append(
+                {
+                    "labeler": name,
+                    "cells": [
+                        {"text": "—" if k is None else f"{k:.2f}", "n": n} for k, n in zip(row, common, strict=True)
+                    ],
+                }
+            )
         bands = sorted({b["band"] for row in selected["per_labeler"] for b in row["bias_by_band"]})
         for row in selected["per_labeler"]:
             by_band = {b["band"]: b for b in row["bias_by_band"]}
@@ -155,11 +170,22 @@ def _dashboard_context(dashboard: dict) -> dict:
 
 
 _IMAGE_COLUMNS = [
-    ("image_id", "Image"), ("n_valid", "Valid"), ("mean", "Mean"), ("std", "Std"), ("median", "Median"),
-    ("mode", "Mode"), ("min", "Min"), ("max", "Max"), ("range", "Range"), ("complete_consensus", "Complete"),
-    ("overlap_consensus", "Overlap"), ("near_consensus", "Near"), ("n_unique_values", "Unique"),
-    ("n_connected_groups", "Groups"), ("any_uncertainty", "Uncertain"),
-]  # fmt: skip
+    ("image_id", "Image"),
+    ("n_valid", "Valid"),
+    ("mean", "Mean"),
+    ("std", "Std"),
+    ("median", "Median"),
+    ("mode", "Mode"),
+    ("min", "Min"),
+    ("max", "Max"),
+    ("range", "Range"),
+    ("complete_consensus", "Complete"),
+    ("overlap_consensus", "Overlap"),
+    ("near_consensus", "Near"),
+    ("n_unique_values", "Unique"),
+    ("n_connected_groups", "Groups"),
+    ("any_uncertainty", "Uncertain"),
+]
 
 
 # --------------------------------------------------------------------------
@@ -190,19 +216,32 @@ def consensus_images_page(request, pk: int):
     query.setdefault("phase", str(phase.pk))
     unordered = query.copy()
     unordered.pop("ordering", None)
-    titles = {"complete_consensus": "Complete", "overlap_consensus": "Overlap", "near_consensus": "Near",
-              "any_uncertainty": "Uncertain", "wide_range": f"Range ≥ {svc.WIDE_RANGE}"}  # fmt: skip
+    titles = {
+        "complete_consensus": "Complete",
+        "overlap_consensus": "Overlap",
+        "near_consensus": "Near",
+        "any_uncertainty": "Uncertain",
+        "wide_range": f"Range ≥ {svc.WIDE_RANGE}",
+    }
     return render(
         request,
         "labeling/consensus_images.html",
         {
-            "project": project, "phase": phase, "summary": summary, "page": page, "records": records,
-            "params": request.GET, "query": query.urlencode(), "query_without_ordering": unordered.urlencode(),
-            "columns": _IMAGE_COLUMNS, "labelers": summary["labelers"],
+            "project": project,
+            "phase": phase,
+            "summary": summary,
+            "page": page,
+            "records": records,
+            "params": request.GET,
+            "query": query.urlencode(),
+            "query_without_ordering": unordered.urlencode(),
+            "columns": _IMAGE_COLUMNS,
+            "labelers": summary["labelers"],
             "boolean_filters": [(n, titles[n], request.GET.get(n, "")) for n in svc.BOOLEAN_FILTERS],
-            "phases": project.phases.order_by("id"), "wide_range": svc.WIDE_RANGE,
+            "phases": project.phases.order_by("id"),
+            "wide_range": svc.WIDE_RANGE,
         },
-    )  # fmt: skip
+    )
 
 
 @login_required
@@ -273,13 +312,15 @@ class ConsensusImagesAPIView(APIView):
             _PHASE,
             OpenApiParameter("flag", str, enum=["wide_range", "invalid", "any"]),
             *[OpenApiParameter(name, bool) for name in svc.BOOLEAN_FILTERS],
-            OpenApiParameter("min_range", float), OpenApiParameter("max_range", float),
-            OpenApiParameter("n_unique", int), OpenApiParameter("min_labels", int, description="valid labels"),
+            OpenApiParameter("min_range", float),
+            OpenApiParameter("max_range", float),
+            OpenApiParameter("n_unique", int),
+            OpenApiParameter("min_labels", int, description="valid labels"),
             OpenApiParameter("ordering", str, description=f"One of {', '.join(svc.SORTABLE)}; '-' for descending."),
             OpenApiParameter("page", int),
         ],
         responses={200: OpenApiTypes.OBJECT},
-    )  # fmt: skip
+    )
     def get(self, request, pk: int):
         project = _api_project(request, pk)
         try:

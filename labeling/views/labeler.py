@@ -24,8 +24,7 @@ def label_page(request, pk: int):
     phase, m = _labeler_phase(request, pk)
     project = phase.project
     tones = [
-        {"position": t.position, "code": t.code, "name": t.name, "hex": t.hex_colour}
-        for t in project.ordered_tones()
+        {"position": t.position, "code": t.code, "name": t.name, "hex": t.hex_colour} for t in project.ordered_tones()
     ]
     config = {
         "phaseId": phase.id,

@@ -75,11 +75,16 @@ def project_create_view(request):
                 name=f"{d['name']} scale", tones=d["tones"], created_by=request.user
             )
             project = project_services.project_create(
-                name=d["name"], description=d["description"], scale=scale, created_by=request.user,
-                labels_per_image=d["labels_per_image"], allow_adjacent_pairs=d["allow_adjacent_pairs"],
-                offer_uncertain=d["offer_uncertain"], skip_reasons=d["skip_reasons"],
+                name=d["name"],
+                description=d["description"],
+                scale=scale,
+                created_by=request.user,
+                labels_per_image=d["labels_per_image"],
+                allow_adjacent_pairs=d["allow_adjacent_pairs"],
+                offer_uncertain=d["offer_uncertain"],
+                skip_reasons=d["skip_reasons"],
                 instructions=d["instructions"],
-            )  # fmt: skip
+            )
         except ValidationError as exc:
             form.add_error(None, _error_text(exc))
         else:
@@ -111,20 +116,30 @@ def project_detail(request, pk: int):
 def project_settings(request, pk: int):
     project, _ = _project(request, pk, LEAD)
     initial = {
-        "name": project.name, "description": project.description, "scale": project.scale,
-        "labels_per_image": project.labels_per_image, "allow_adjacent_pairs": project.allow_adjacent_pairs,
-        "offer_uncertain": project.offer_uncertain, "skip_reasons": "\n".join(project.skip_reasons),
+        "name": project.name,
+        "description": project.description,
+        "scale": project.scale,
+        "labels_per_image": project.labels_per_image,
+        "allow_adjacent_pairs": project.allow_adjacent_pairs,
+        "offer_uncertain": project.offer_uncertain,
+        "skip_reasons": "\n".join(project.skip_reasons),
         "instructions": project.instructions,
-    }  # fmt: skip
+    }
     form = ProjectForm(request.POST or None, initial=initial, user=request.user)
     if request.method == "POST" and form.is_valid():
         d = form.cleaned_data
         try:
             project_services.project_update(
-                project=project, name=d["name"], description=d["description"], scale=d["scale"] or project.scale,
-                labels_per_image=d["labels_per_image"], allow_adjacent_pairs=d["allow_adjacent_pairs"],
-                offer_uncertain=d["offer_uncertain"], skip_reasons=d["skip_reasons"], instructions=d["instructions"],
-            )  # fmt: skip
+                project=project,
+                name=d["name"],
+                description=d["description"],
+                scale=d["scale"] or project.scale,
+                labels_per_image=d["labels_per_image"],
+                allow_adjacent_pairs=d["allow_adjacent_pairs"],
+                offer_uncertain=d["offer_uncertain"],
+                skip_reasons=d["skip_reasons"],
+                instructions=d["instructions"],
+            )
         except ValidationError as exc:
             form.add_error(None, _error_text(exc))
         else:
@@ -173,7 +188,11 @@ def project_import(request, pk: int):
     return render(
         request,
         "labeling/project_import.html",
-        {"project": project, "imports": project.imports.all()[:20], "can_use_folder": selectors.can_import_from_server(request.user)},
+        {
+            "project": project,
+            "imports": project.imports.all()[:20],
+            "can_use_folder": selectors.can_import_from_server(request.user),
+        },
     )
 
 
@@ -200,9 +219,13 @@ def project_members(request, pk: int):
             user = get_user_model().objects.filter(username=d["username"]).first()
             if user is None:
                 project_services.labeler_create(
-                    project=project, username=d["username"], password=d["password"], role=d["role"],
-                    pseudonym=d["pseudonym"], **profile,
-                )  # fmt: skip
+                    project=project,
+                    username=d["username"],
+                    password=d["password"],
+                    role=d["role"],
+                    pseudonym=d["pseudonym"],
+                    **profile,
+                )
             else:
                 project_services.membership_add(
                     project=project, user=user, role=d["role"], pseudonym=d["pseudonym"], **profile
@@ -287,11 +310,15 @@ def phase_review(request, pk: int):
     return render(
         request,
         "labeling/phase_review.html",
-        {"project": project, "phase": phase, "report": report, "labelers": labelers,
-         "tones": project.ordered_tones(), "skip_reasons": project.skip_reasons},
-    )  # fmt: skip
-
-
+        {
+            "project": project,
+            "phase": phase,
+            "report": report,
+            "labelers": labelers,
+            "tones": project.ordered_tones(),
+            "skip_reasons": project.skip_reasons,
+        },
+    )
 
 
 @login_required

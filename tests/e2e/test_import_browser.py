@@ -23,7 +23,9 @@ def test_upload_reports_each_file(page, live_server, transactional_db, tmp_path,
     page.fill("input[name=password]", "pw-test-123")
     page.click("button[type=submit]")
     page.goto(f"{live_server.url}/projects/{project.id}/import/")
-    page.set_input_files("#upload-form input[name=files]", [str(tmp_path / n) for n in ("good.png", "copy.png", "fake.jpg")])
+    page.set_input_files(
+        "#upload-form input[name=files]", [str(tmp_path / n) for n in ("good.png", "copy.png", "fake.jpg")]
+    )
     page.click("#upload-form button[type=submit]")
     page.wait_for_url("**/imports/*/")
     table = page.locator("table")

@@ -26,7 +26,9 @@ def reviewed(transactional_db):
     scales_ensure_builtin()
     lead = UserFactory(username="lead")
     project = project_create(name="Review test", created_by=lead, labels_per_image=3)
-    labelers = [MembershipFactory(project=project, user=UserFactory(username=f"lab{i}"), pseudonym=f"L{i}") for i in (1, 2, 3)]
+    labelers = [
+        MembershipFactory(project=project, user=UserFactory(username=f"lab{i}"), pseudonym=f"L{i}") for i in (1, 2, 3)
+    ]
     images = [make_image(project, colour=(200 - 30 * i, 150 - 20 * i, 120 - 15 * i)) for i in range(3)]
     cal1, _ = calibration_configure(project=project, size=3, calibration_1_size=3, n_repeated=0, seed=5)
     cal1 = phase_open(phase=cal1)

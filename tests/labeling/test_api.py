@@ -45,16 +45,28 @@ def test_lead_creates_project_with_each_builtin_scale_and_a_custom_one(lead_api)
         r = lead_api.post("/api/projects/", {"name": f"P {kind}", "scale": kinds[kind]["id"]}, format="json")
         assert r.status_code == 201, r.content
         assert r.json()["my_role"] == "lead"
-    r = lead_api.post("/api/scales/", {"name": "Mine", "tones": [
-        {"name": "pale", "hex_colour": "#eeeeee"}, {"name": "dark", "hex_colour": "#222222"}]}, format="json")  # fmt: skip
+    r = lead_api.post(
+        "/api/scales/",
+        {
+            "name": "Mine",
+            "tones": [{"name": "pale", "hex_colour": "#eeeeee"}, {"name": "dark", "hex_colour": "#222222"}],
+        },
+        format="json",
+    )
     assert r.status_code == 201
     r = lead_api.post(
         "/api/projects/",
-        {"name": "Custom", "scale": r.json()["id"], "labels_per_image": 3, "allow_adjacent_pairs": False,
-         "offer_uncertain": False, "skip_reasons": ["no skin visible"],
-         "instructions": "<p>Look at the <b>neck</b></p><script>alert(1)</script><img src=x onerror=alert(1)>"},
+        {
+            "name": "Custom",
+            "scale": r.json()["id"],
+            "labels_per_image": 3,
+            "allow_adjacent_pairs": False,
+            "offer_uncertain": False,
+            "skip_reasons": ["no skin visible"],
+            "instructions": "<p>Look at the <b>neck</b></p><script>alert(1)</script><img src=x onerror=alert(1)>",
+        },
         format="json",
-    )  # fmt: skip
+    )
     assert r.status_code == 201
     body = r.json()
     assert "<script>" not in body["instructions"] and "onerror" not in body["instructions"]
@@ -94,23 +106,36 @@ def test_custom_scale_validation(lead_api):
 
 def test_other_users_custom_scale_cannot_be_used(lead_api):
     stranger = client_for(UserFactory(username="stranger"))
-    r = stranger.post("/api/scales/", {"name": "S", "tones": [
-        {"name": "a", "hex_colour": "#eeeeee"}, {"name": "b", "hex_colour": "#111111"}]}, format="json")  # fmt: skip
+    r = stranger.post(
+        "/api/scales/",
+        {"name": "S", "tones": [{"name": "a", "hex_colour": "#eeeeee"}, {"name": "b", "hex_colour": "#111111"}]},
+        format="json",
+    )
     r = lead_api.post("/api/projects/", {"name": "x", "scale": r.json()["id"]}, format="json")
     assert r.status_code == 400
 
 
 def test_members_are_added_with_pseudonyms_and_profiles(lead_api, project):
-    r = lead_api.post(f"/api/projects/{project.id}/members/", {
-        "username": "newbie", "password": "long-enough-pw", "expertise": "photographer",
-        "region_of_upbringing": "East Africa", "gender": "woman"}, format="json")  # fmt: skip
+    r = lead_api.post(
+        f"/api/projects/{project.id}/members/",
+        {
+            "username": "newbie",
+            "password": "long-enough-pw",
+            "expertise": "photographer",
+            "region_of_upbringing": "East Africa",
+            "gender": "woman",
+        },
+        format="json",
+    )
     assert r.status_code == 201, r.content
     assert r.json()["pseudonym"] == "L01" and r.json()["role"] == "labeler"
     r = lead_api.post(f"/api/projects/{project.id}/members/", {"username": "newbie"}, format="json")
     assert r.status_code == 400 and "already a member" in str(r.json())
     r = lead_api.post(f"/api/projects/{project.id}/members/", {"username": "ghost"}, format="json")
     assert r.status_code == 400 and "password" in r.json()
-    r = lead_api.post(f"/api/projects/{project.id}/members/", {"username": "x y", "password": "12345678"}, format="json")
+    r = lead_api.post(
+        f"/api/projects/{project.id}/members/", {"username": "x y", "password": "12345678"}, format="json"
+    )
     assert r.status_code == 400
 
 
@@ -125,9 +150,13 @@ def test_labeler_never_reaches_another_project_or_lead_data(project, labelers):
     other_image = other.images.first()
     assert api.get(f"/api/images/{other_image.id}/").status_code == 404
     # Lead-only endpoints of their own project.
-    for url in [f"/api/projects/{project.id}/members/", f"/api/projects/{project.id}/images/",
-                f"/api/projects/{project.id}/imports/", f"/api/phases/{cal1.id}/reflections/",
-                f"/api/phases/{cal1.id}/review/"]:  # fmt: skip
+    for url in [
+        f"/api/projects/{project.id}/members/",
+        f"/api/projects/{project.id}/images/",
+        f"/api/projects/{project.id}/imports/",
+        f"/api/phases/{cal1.id}/reflections/",
+        f"/api/phases/{cal1.id}/review/",
+    ]:
         assert api.get(url).status_code == 403, url
     assert api.post(f"/api/phases/{cal1.id}/close/").status_code == 403
     # Another labeler's label.
@@ -151,9 +180,15 @@ def test_labeling_flow_through_the_api(project, labelers):
     assert nxt["total"] == 3 and nxt["done"] == 0 and nxt["preload"] is not None
     assert set(nxt["current"]["image"]) == {"id", "width", "height", "display_url"}  # blind: nothing else
     image_id = nxt["current"]["image"]["id"]
-    payload = {"client_id": str(uuid.uuid4()), "image": image_id, "tones": [3, 4], "uncertain": True,
-               "time_spent_ms": 3100, "tone_order": list(range(1, 11)),
-               "client_info": {"devicePixelRatio": 1.5, "colorGamut": "srgb"}}  # fmt: skip
+    payload = {
+        "client_id": str(uuid.uuid4()),
+        "image": image_id,
+        "tones": [3, 4],
+        "uncertain": True,
+        "time_spent_ms": 3100,
+        "tone_order": list(range(1, 11)),
+        "client_info": {"devicePixelRatio": 1.5, "colorGamut": "srgb"},
+    }
     r = api.post(f"/api/phases/{cal1.id}/labels/", payload, format="json")
     assert r.status_code == 201, r.content
     assert r.json()["label"]["value"] == 3.5 and r.json()["next"]["image"]["id"] != image_id
@@ -162,7 +197,9 @@ def test_labeling_flow_through_the_api(project, labelers):
     assert r2.status_code == 200 and r2.json()["label"]["id"] == r.json()["label"]["id"]
     assert Label.objects.count() == 1
     # Going back to change the answer.
-    r3 = api.post(f"/api/phases/{cal1.id}/labels/", {**payload, "client_id": str(uuid.uuid4()), "tones": [5]}, format="json")
+    r3 = api.post(
+        f"/api/phases/{cal1.id}/labels/", {**payload, "client_id": str(uuid.uuid4()), "tones": [5]}, format="json"
+    )
     assert r3.status_code == 200 and r3.json()["revision"] == 2
     history = api.get(f"/api/phases/{cal1.id}/labels/").json()
     assert [h["tones"] for h in history] == [[5]]
@@ -199,16 +236,26 @@ def test_submitting_into_a_closed_phase_is_refused(project, labelers, lead):
     assert client_for(lead).post(f"/api/phases/{cal1.id}/close/").status_code == 200
     api = client_for(labelers[0].user)
     image_id = cal1.assignments.filter(labeler=labelers[0]).first().image_id
-    r = api.post(f"/api/phases/{cal1.id}/labels/", {"client_id": str(uuid.uuid4()), "image": image_id, "tones": [4]}, format="json")
+    r = api.post(
+        f"/api/phases/{cal1.id}/labels/",
+        {"client_id": str(uuid.uuid4()), "image": image_id, "tones": [4]},
+        format="json",
+    )
     assert r.status_code == 400 and "closed" in r.content.decode()
 
 
 def test_lead_phase_control_and_corrections(project, labelers, lead_api):
     add_images(project, 8)
-    r = lead_api.post(f"/api/projects/{project.id}/calibration/", {"size": 6, "calibration_1_size": 4, "n_repeated": 2, "seed": 7}, format="json")
+    r = lead_api.post(
+        f"/api/projects/{project.id}/calibration/",
+        {"size": 6, "calibration_1_size": 4, "n_repeated": 2, "seed": 7},
+        format="json",
+    )
     assert r.status_code == 200, r.content
     cal1_id = next(p["id"] for p in r.json() if p["kind"] == "calibration_1")
-    assert lead_api.post(f"/api/projects/{project.id}/calibration/", {"n_repeated": 99}, format="json").status_code == 400
+    assert (
+        lead_api.post(f"/api/projects/{project.id}/calibration/", {"n_repeated": 99}, format="json").status_code == 400
+    )
     r = lead_api.post(f"/api/phases/{cal1_id}/open/", {"labels_per_image": 2}, format="json")
     assert r.status_code == 200 and r.json()["status"] == "open"
     r = lead_api.post(f"/api/phases/{cal1_id}/labels-per-image/", {"labels_per_image": 3}, format="json")
@@ -250,13 +297,22 @@ def test_imports_through_the_api_report_per_file(lead_api, project):
     with zipfile.ZipFile(buf, "w") as zf:
         zf.writestr("ok.png", png_bytes((1, 2, 3)))
         zf.writestr("../evil.png", png_bytes((4, 5, 6)))
-    r = lead_api.post(f"/api/projects/{project.id}/imports/", {"archive": SimpleUploadedFile("a.zip", buf.getvalue())}, format="multipart")
+    r = lead_api.post(
+        f"/api/projects/{project.id}/imports/",
+        {"archive": SimpleUploadedFile("a.zip", buf.getvalue())},
+        format="multipart",
+    )
     assert r.status_code == 201 and r.json()["status"] == "failed" and r.json()["error"]
     assert project.images.count() == 1
     # Garbage archive next to a manifest.
-    r = lead_api.post(f"/api/projects/{project.id}/imports/", {
-        "manifest": SimpleUploadedFile("m.csv", b"file\nx.png\n"), "archive": SimpleUploadedFile("a.zip", b"not a zip")},
-        format="multipart")  # fmt: skip
+    r = lead_api.post(
+        f"/api/projects/{project.id}/imports/",
+        {
+            "manifest": SimpleUploadedFile("m.csv", b"file\nx.png\n"),
+            "archive": SimpleUploadedFile("a.zip", b"not a zip"),
+        },
+        format="multipart",
+    )
     assert r.status_code == 400
     assert lead_api.post(f"/api/projects/{project.id}/imports/", {}, format="multipart").status_code == 400
     assert lead_api.get(f"/api/projects/{project.id}/imports/").json()["count"] == 2
@@ -340,8 +396,11 @@ def test_labelers_cannot_make_themselves_leads(project, labelers, client):
 def test_server_folder_imports_are_for_staff(lead_api, project, lead):
     from django.core.files.uploadedfile import SimpleUploadedFile
 
-    r = lead_api.post(f"/api/projects/{project.id}/imports/", {
-        "manifest": SimpleUploadedFile("m.csv", b"file\\nx.png\\n"), "folder": "/"}, format="multipart")  # fmt: skip
+    r = lead_api.post(
+        f"/api/projects/{project.id}/imports/",
+        {"manifest": SimpleUploadedFile("m.csv", b"file\\nx.png\\n"), "folder": "/"},
+        format="multipart",
+    )
     assert r.status_code == 403 and "staff" in r.content.decode()
 
 

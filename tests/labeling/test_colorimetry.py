@@ -179,9 +179,7 @@ def test_fitzpatrick_mapping_is_configurable() -> None:
     assert fitzpatrick_from_ita(-5.0, custom) == 2
     image = _uniform(_rgb("a07e56"))  # ITA 10.88
     default = skin_tone_stats(image, _full_mask(image))
-    chardon = skin_tone_stats(
-        image, _full_mask(image), fitzpatrick_mapping=FITZPATRICK_ITA_CHARDON_CLASSES
-    )
+    chardon = skin_tone_stats(image, _full_mask(image), fitzpatrick_mapping=FITZPATRICK_ITA_CHARDON_CLASSES)
     assert (default["fitzpatrick"], chardon["fitzpatrick"]) == (5, 4)
     assert chardon["parameters"]["fitzpatrick_mapping"] == "chardon_classes"
 
@@ -442,9 +440,7 @@ def test_sixteen_bit_png_is_scaled_not_clipped(tmp_path: Path) -> None:
     mask_path = tmp_path / "mask.png"
     Image.new("L", (8, 8), 255).save(mask_path)
     stats = measure_image(path, mask_path)
-    assert stats["lightness_median"] == pytest.approx(
-        _skimage_lab((128, 128, 128))[0], abs=0.05
-    )
+    assert stats["lightness_median"] == pytest.approx(_skimage_lab((128, 128, 128))[0], abs=0.05)
 
 
 def test_palette_png(tmp_path: Path) -> None:
@@ -531,13 +527,9 @@ def _synthetic_photo(width: int, height: int, seed: int = 0) -> np.ndarray:
     """Smooth-shaded skin ellipse on a textured background, with noise."""
     rng = np.random.default_rng(seed)
     small = rng.integers(40, 200, size=(6, 9, 3), dtype=np.uint8)
-    image = np.asarray(
-        Image.fromarray(small).resize((width, height), Image.Resampling.BICUBIC)
-    ).astype(np.float32)
+    image = np.asarray(Image.fromarray(small).resize((width, height), Image.Resampling.BICUBIC)).astype(np.float32)
     yy, xx = np.ogrid[0:height, 0:width]
-    r2 = ((xx - 0.45 * width) / (0.2 * width)) ** 2 + (
-        (yy - 0.5 * height) / (0.3 * height)
-    ) ** 2
+    r2 = ((xx - 0.45 * width) / (0.2 * width)) ** 2 + ((yy - 0.5 * height) / (0.3 * height)) ** 2
     inside = r2 < 1.0
     # Lambertian-like shading of the linear skin colour, encoded with the
     # sRGB power law (the exact curve does not matter for the test).
@@ -556,9 +548,7 @@ def _float64_ita_median(pixels: np.ndarray) -> float:
     Lab is computed by skimage on the distinct colours and expanded back, which
     gives the same per-pixel values as converting every pixel, faster.
     """
-    codes = (pixels[:, 0].astype(np.int32) << 16) | (
-        (pixels[:, 1].astype(np.int32) << 8) | pixels[:, 2]
-    )
+    codes = (pixels[:, 0].astype(np.int32) << 16) | ((pixels[:, 1].astype(np.int32) << 8) | pixels[:, 2])
     unique, inverse = np.unique(codes, return_inverse=True)
     colours = np.stack([unique >> 16, (unique >> 8) & 255, unique & 255], axis=-1)
     lab = rgb2lab(colours.astype(np.uint8)[None])[0][inverse]
@@ -570,9 +560,7 @@ def test_draft_decode_matches_full_resolution_float64(tmp_path: Path) -> None:
     Image.fromarray(_synthetic_photo(2000, 1200)).save(path, quality=90)
     stats = measure_image(path)
     assert stats["decode"]["draft_scale"] > 1  # the fast path was taken
-    assert stats["analysed_width"] * stats["analysed_height"] <= (
-        colorimetry.DEFAULT_MAX_PIXELS
-    )
+    assert stats["analysed_width"] * stats["analysed_height"] <= (colorimetry.DEFAULT_MAX_PIXELS)
     with Image.open(path) as image:
         full = np.asarray(image.convert("RGB"))
     skin = detect_skin(full)

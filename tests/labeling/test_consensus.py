@@ -239,7 +239,9 @@ def test_changed_phase_is_served_stale_while_a_task_recomputes(project, labelers
     from labeling import consensus_tasks
 
     original = consensus_tasks.consensus_refresh_task.delay
-    consensus_tasks.consensus_refresh_task.delay = lambda *args: sent.append(args)  # record instead of sending to a broker
+    consensus_tasks.consensus_refresh_task.delay = lambda *args: sent.append(
+        args
+    )  # record instead of sending to a broker
     try:
         stale = svc.phase_summary(phase)
         again = svc.phase_summary(phase)

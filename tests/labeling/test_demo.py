@@ -28,7 +28,8 @@ def test_demo_projects(client):
     repeats = Label.objects.filter(phase=cal2, is_repeat=True)
     assert repeats.exists()
     for label in repeats:  # a repeat is always a test-retest pair
-        assert Label.objects.filter(phase__kind="calibration_1", phase__project=finished,
-                                    image=label.image, labeler=label.labeler).exists()  # fmt: skip
+        assert Label.objects.filter(
+            phase__kind="calibration_1", phase__project=finished, image=label.image, labeler=label.labeler
+        ).exists()
     assert client.login(username="labeler1", password=DEMO_PASSWORD)
     assert client.get("/").status_code == 200

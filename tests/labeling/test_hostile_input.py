@@ -77,7 +77,9 @@ def test_no_endpoint_answers_500_to_hostile_input(world, lead, labelers, who):
         if url.startswith("/api/auth/token/"):
             continue
         # Leads reach the most code: every body. Others are mostly refused early: a few bodies.
-        bodies = (HOSTILE_BODIES if who == "lead" else HOSTILE_BODIES[::3]) if method in {"post", "patch", "put"} else [None]
+        bodies = (
+            (HOSTILE_BODIES if who == "lead" else HOSTILE_BODIES[::3]) if method in {"post", "patch", "put"} else [None]
+        )
         for body in bodies:
             if method == "get":
                 r = api.get(url, {"attr": "x:" + "y" * 500, "phase": "abc", "page": "-1", "subject": "\x00"})
@@ -93,10 +95,12 @@ def test_hostile_query_strings_on_pages(client, lead, world):
     client.force_login(lead)
     client.raise_request_exception = False
     pid = world["projects"]
-    for url in [f"/projects/{pid}/images/?page=abc&key=__class__&value=x",
-                f"/projects/{pid}/images/?key=a%00b&value=%ff",
-                f"/projects/{pid}/imports/999999/?outcome=<script>",
-                f"/images/{world['images']}/file/../../etc/passwd/",
-                f"/images/{world['images']}/file/sha256/"]:  # fmt: skip
+    for url in [
+        f"/projects/{pid}/images/?page=abc&key=__class__&value=x",
+        f"/projects/{pid}/images/?key=a%00b&value=%ff",
+        f"/projects/{pid}/imports/999999/?outcome=<script>",
+        f"/images/{world['images']}/file/../../etc/passwd/",
+        f"/images/{world['images']}/file/sha256/",
+    ]:
         r = client.get(url)
         assert r.status_code < 500, url

@@ -69,12 +69,7 @@ def exif_with_orientation(orientation: int) -> bytes:
 
 
 def png_chunk(kind: bytes, body: bytes) -> bytes:
-    return (
-        struct.pack(">I", len(body))
-        + kind
-        + body
-        + struct.pack(">I", zlib.crc32(kind + body))
-    )
+    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
 
 
 # --- good imports -----------------------------------------------------------------------
@@ -126,9 +121,7 @@ def test_exif_orientation_6_swaps_width_and_height_and_rotates_display(project):
     stored = np.zeros((40, 60, 3), np.uint8)
     stored[:20] = RED
     stored[20:] = BLUE
-    data = encode(
-        PILImage.fromarray(stored), "JPEG", quality=95, exif=exif_with_orientation(6)
-    )
+    data = encode(PILImage.fromarray(stored), "JPEG", quality=95, exif=exif_with_orientation(6))
     image = make(project, data, name="rotated.jpg")
     assert image.exif_orientation == 6
     assert (image.width, image.height) == (40, 60)
@@ -219,9 +212,7 @@ def test_embedded_srgb_profile_keeps_colours(project):
 
 
 def test_broken_icc_profile_keeps_pixels_and_says_so(project):
-    image = make(
-        project, encode(solid(RED), "PNG", icc_profile=b"not a profile" * 10), "bad.png"
-    )
+    image = make(project, encode(solid(RED), "PNG", icc_profile=b"not a profile" * 10), "bad.png")
     image_make_derivatives(image=image)
     image.refresh_from_db()
     assert image.derivative_status == Image.DerivativeStatus.READY
@@ -270,9 +261,7 @@ def test_open_oriented_rgb_has_the_stored_size(project):
     assert rgb.size == (image.width, image.height) == (20, 30)
 
 
-def test_derivatives_are_enqueued_on_commit(
-    project, django_capture_on_commit_callbacks
-):
+def test_derivatives_are_enqueued_on_commit(project, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         image = make(project, encode(solid(), "PNG"), "queued.png")
     assert len(callbacks) == 1
@@ -312,9 +301,7 @@ def test_duplicate_content_is_reported_with_the_existing_image(project, media_ro
 
 def test_truncated_jpeg(project, media_root):
     data = encode(solid(size=(200, 150)), "JPEG")
-    assert_rejected(
-        project, media_root, data[: len(data) // 2], "cut.jpg", "truncated JPEG"
-    )
+    assert_rejected(project, media_root, data[: len(data) // 2], "cut.jpg", "truncated JPEG")
 
 
 def test_corrupt_jpeg_body(project, media_root):
@@ -324,9 +311,7 @@ def test_corrupt_jpeg_body(project, media_root):
 
 
 def test_text_file_named_jpg(project, media_root):
-    assert_rejected(
-        project, media_root, b"hello, I am a note\n" * 5, "note.jpg", "plain text"
-    )
+    assert_rejected(project, media_root, b"hello, I am a note\n" * 5, "note.jpg", "plain text")
 
 
 def test_pdf_named_png(project, media_root):
@@ -335,9 +320,7 @@ def test_pdf_named_png(project, media_root):
 
 
 def test_extension_must_not_lie_about_content(project, media_root):
-    assert_rejected(
-        project, media_root, encode(solid(), "PNG"), "photo.jpg", ".jpg", "PNG"
-    )
+    assert_rejected(project, media_root, encode(solid(), "PNG"), "photo.jpg", ".jpg", "PNG")
 
 
 def test_unsupported_extension(project, media_root):
@@ -376,14 +359,10 @@ def test_decompression_bomb_header_is_refused_by_pillow(project, media_root):
         + png_chunk(b"IEND", b"")
     )
     with limits(MAX_IMAGE_PIXELS=10**12):
-        assert_rejected(
-            project, media_root, data, "bomb.png", "decompression bomb", "pixels"
-        )
+        assert_rejected(project, media_root, data, "bomb.png", "decompression bomb", "pixels")
 
 
-def test_pillow_decompression_bomb_warning_is_a_rejection(
-    project, media_root, monkeypatch
-):
+def test_pillow_decompression_bomb_warning_is_a_rejection(project, media_root, monkeypatch):
     # 1,600 pixels is over Pillow's limit (1,000) but under twice it: Pillow only
     # warns; the warning must still reject the file.
     monkeypatch.setattr(PILImage, "MAX_IMAGE_PIXELS", 1000)
@@ -405,9 +384,7 @@ def test_taken_external_id_is_rejected(project, media_root):
 
 
 def test_attributes_must_be_text_or_numbers(project, media_root):
-    image = make(
-        project, encode(solid(), "PNG"), attributes={"pose": "A", "height_cm": 172.5}
-    )
+    image = make(project, encode(solid(), "PNG"), attributes={"pose": "A", "height_cm": 172.5})
     assert image.attributes == {"pose": "A", "height_cm": 172.5}
     with pytest.raises(ImageRejected, match="text or a number"):
         make(project, encode(solid(BLUE), "PNG"), name="b.png", attributes={"x": [1]})
@@ -454,10 +431,7 @@ def test_mask_size_is_checked_against_the_oriented_image(project, media_root):
     mask = encode(solid(255, size=(60, 40), mode="L"), "PNG")
     with pytest.raises(ImageRejected) as caught:
         make(project, data, name="r.jpg", mask_data=mask, mask_kind="skin")
-    assert (
-        caught.value.reason
-        == "mask is 60x40 but the image is 40x60 after EXIF orientation"
-    )
+    assert caught.value.reason == "mask is 60x40 but the image is 40x60 after EXIF orientation"
     assert stored_files(media_root) == []
 
 

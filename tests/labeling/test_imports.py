@@ -29,9 +29,7 @@ def media_root(settings, tmp_path):
 def import_root(tmp_path):
     root = tmp_path / "imports"
     root.mkdir()
-    with override_settings(
-        FAIRTONE={**django_settings.FAIRTONE, "IMPORT_ROOTS": [str(root)]}
-    ):
+    with override_settings(FAIRTONE={**django_settings.FAIRTONE, "IMPORT_ROOTS": [str(root)]}):
         yield root
 
 
@@ -115,9 +113,7 @@ def test_import_files_reports_each_file(project, lead, media_root):
     assert items[3].image == items[0].image
     assert "plain text" in items[4].reason
     assert ".txt" in items[5].reason
-    assert set(
-        Image.objects.filter(project=project).values_list("external_id", flat=True)
-    ) == {
+    assert set(Image.objects.filter(project=project).values_list("external_id", flat=True)) == {
         "a",
         "b",
         "c",
@@ -172,9 +168,7 @@ def test_import_zip_imports_images_and_ignores_clutter(project, lead, media_root
 
 
 def test_not_a_zip_is_refused(project, lead, media_root):
-    batch = import_zip(
-        project=project, fileobj=io.BytesIO(b"PK but not really"), user=lead
-    )
+    batch = import_zip(project=project, fileobj=io.BytesIO(b"PK but not really"), user=lead)
     assert_refused(batch, project, media_root, "not a readable zip")
 
 
@@ -190,9 +184,7 @@ def test_not_a_zip_is_refused(project, lead, media_root):
 )
 def test_unsafe_paths_refuse_the_whole_archive(project, lead, media_root, evil):
     archive = zip_bytes([("good.jpg", photo(0)), (zipfile.ZipInfo(evil), photo(1))])
-    assert (
-        zipfile.ZipFile(archive).namelist()[1] == evil
-    )  # the name really is in the archive
+    assert zipfile.ZipFile(archive).namelist()[1] == evil  # the name really is in the archive
     archive.seek(0)
     batch = import_zip(project=project, fileobj=archive, user=lead)
     assert_refused(batch, project, media_root, "unsafe path", evil)
@@ -222,9 +214,7 @@ def test_archive_over_the_total_size_is_refused(project, lead, media_root):
 
 
 def test_zip_bomb_member_is_refused(project, lead, media_root):
-    archive = zip_bytes(
-        [("good.jpg", photo(0)), ("flat.bmp", b"\x00" * (4 * 1024 * 1024))]
-    )
+    archive = zip_bytes([("good.jpg", photo(0)), ("flat.bmp", b"\x00" * (4 * 1024 * 1024))])
     info = zipfile.ZipFile(archive).getinfo("flat.bmp")
     assert info.file_size / info.compress_size > 200  # it really is highly compressed
     archive.seek(0)
@@ -236,9 +226,7 @@ def test_member_lying_about_its_size_is_rejected(project, lead, media_root):
     # The headers claim 100 bytes; the member really holds a whole photo. Only the
     # claimed size is decompressed, and the checksum then gives the lie away.
     data = photo(0, size=(200, 150))
-    archive = zip_bytes(
-        [("liar.jpg", data), ("good.jpg", photo(1))], zipfile.ZIP_STORED
-    )
+    archive = zip_bytes([("liar.jpg", data), ("good.jpg", photo(1))], zipfile.ZIP_STORED)
     raw = bytearray(archive.getvalue())
     for signature, size_offset in ((b"PK\x03\x04", 22), (b"PK\x01\x02", 24)):
         at = raw.find(signature)
@@ -263,9 +251,7 @@ def test_member_over_the_image_size_limit_is_rejected(project, lead, media_root)
 
 
 def test_encrypted_member_is_refused(project, lead, media_root):
-    archive = zip_bytes(
-        [("good.jpg", photo(0)), ("secret.jpg", photo(1))], zipfile.ZIP_STORED
-    )
+    archive = zip_bytes([("good.jpg", photo(0)), ("secret.jpg", photo(1))], zipfile.ZIP_STORED)
     raw = bytearray(archive.getvalue())
     # Set the "encrypted" flag (bit 0) of the second member in its local header
     # and in the central directory, as a password-protected archive has it.
@@ -273,9 +259,7 @@ def test_encrypted_member_is_refused(project, lead, media_root):
     central = raw.find(b"PK\x01\x02", raw.find(b"PK\x01\x02") + 4)
     raw[local + 6] |= 0x01
     raw[central + 8] |= 0x01
-    with pytest.raises(
-        RuntimeError, match="encrypted"
-    ):  # Python agrees it is encrypted
+    with pytest.raises(RuntimeError, match="encrypted"):  # Python agrees it is encrypted
         zipfile.ZipFile(io.BytesIO(bytes(raw))).read("secret.jpg")
     batch = import_zip(project=project, fileobj=io.BytesIO(bytes(raw)), user=lead)
     assert_refused(batch, project, media_root, "encrypted", "secret.jpg")
@@ -307,9 +291,7 @@ def test_zip_with_manifest_uses_it(project, lead, media_root):
         "gender": "female",
         "height_cm": 172,
     }
-    assert Subject.objects.get(project=project, external_id="S2").attributes == {
-        "gender": "male"
-    }
+    assert Subject.objects.get(project=project, external_id="S2").attributes == {"gender": "male"}
     assert_stored_files_match_images(project, media_root)
 
 
@@ -359,9 +341,7 @@ def test_manifest_from_a_server_folder(project, lead, media_root, import_root):
     assert batch.kind == ImportBatch.Kind.MANIFEST
     assert outcomes(batch) == [(2, "imported"), (3, "rejected"), (4, "imported")]
     # pose differs between the subject's two photos: a conflict, the later row loses.
-    assert "subject 'S1' has pose='front' in row 2 but pose='side' here" in (
-        batch.items.get(row=3).reason
-    )
+    assert "subject 'S1' has pose='front' in row 2 but pose='side' here" in (batch.items.get(row=3).reason)
     assert Subject.objects.get(project=project, external_id="S1").attributes == {
         "gender": "female",
         "body_shape": "pear",
@@ -377,18 +357,12 @@ def test_manifest_per_image_attribute_columns(project, lead, import_root):
     text = "filename,subject_id,gender,image.pose\na.jpg,S1,f,front\nb.jpg,S1,f,side\n"
     batch = run_manifest(project, lead, import_root, text)
     assert outcomes(batch) == [(2, "imported"), (3, "imported")]
-    assert Image.objects.get(project=project, external_id="b").attributes == {
-        "pose": "side"
-    }
-    assert Subject.objects.get(project=project, external_id="S1").attributes == {
-        "gender": "f"
-    }
+    assert Image.objects.get(project=project, external_id="b").attributes == {"pose": "side"}
+    assert Subject.objects.get(project=project, external_id="S1").attributes == {"gender": "f"}
 
 
 def test_manifest_attributes_merge_into_existing_subjects(project, lead, import_root):
-    Subject.objects.create(
-        project=project, external_id="S1", attributes={"gender": "f", "x": 1}
-    )
+    Subject.objects.create(project=project, external_id="S1", attributes={"gender": "f", "x": 1})
     write_photos(import_root, ["a.jpg"])
     run_manifest(project, lead, import_root, "image,subject_id,x,y\na.jpg,S1,2,2.5\n")
     assert Subject.objects.get(project=project, external_id="S1").attributes == {
@@ -408,9 +382,7 @@ def test_manifest_without_file_column(project, lead, media_root, import_root):
     )
 
 
-def test_manifest_row_errors_are_reported_per_row(
-    project, lead, media_root, import_root
-):
+def test_manifest_row_errors_are_reported_per_row(project, lead, media_root, import_root):
     write_photos(import_root, ["a.jpg", "b.jpg", "c.jpg"])
     (import_root / "broken.jpg").write_bytes(b"not a photo at all")
     text = (
@@ -434,9 +406,7 @@ def test_manifest_row_errors_are_reported_per_row(
     assert "'..'" in reasons[8]
     assert outcomes(batch)[0] == (2, "imported")
     assert (batch.n_imported, batch.n_duplicate, batch.n_rejected) == (1, 0, 6)
-    assert not Subject.objects.filter(
-        project=project, external_id__in=["S7", "S9"]
-    ).exists()
+    assert not Subject.objects.filter(project=project, external_id__in=["S7", "S9"]).exists()
     assert_stored_files_match_images(project, media_root)
 
 
@@ -457,9 +427,7 @@ def test_formula_like_cells_are_kept_as_text_with_a_warning(project, lead, impor
 def test_rejected_row_leaves_nothing_behind(project, lead, media_root, import_root):
     write_photos(import_root, ["a.jpg"])
     (import_root / "m.png").write_bytes(mask_png(size=(10, 10)))
-    batch = run_manifest(
-        project, lead, import_root, "file,subject_id,gender,mask\na.jpg,S1,f,m.png\n"
-    )
+    batch = run_manifest(project, lead, import_root, "file,subject_id,gender,mask\na.jpg,S1,f,m.png\n")
     item = batch.items.get()
     assert item.outcome == ImportItem.Outcome.REJECTED
     assert "mask is 10x10 but the image is 32x24" in item.reason
@@ -486,13 +454,9 @@ def test_manifest_jsonl_by_name_and_by_content(project, lead, import_root):
     batch = run_manifest(project, lead, import_root, text, name="m.jsonl")
     assert outcomes(batch) == [(1, "imported"), (2, "rejected")]
     assert "only text and numbers" in batch.items.get(row=2).reason
-    assert Subject.objects.get(external_id="S1", project=project).attributes == {
-        "height_cm": 180.5
-    }
+    assert Subject.objects.get(external_id="S1", project=project).attributes == {"height_cm": 180.5}
     write_photos(import_root, ["c.jpg", "d.jpg", "e.jpg"])
-    sniffed = run_manifest(
-        project, lead, import_root, '{"file": "e.jpg"}\n', name="upload"
-    )
+    sniffed = run_manifest(project, lead, import_root, '{"file": "e.jpg"}\n', name="upload")
     assert outcomes(sniffed) == [(1, "imported")]
 
 
@@ -516,14 +480,10 @@ def test_manifest_in_a_wrong_encoding(project, lead, media_root, import_root):
     data = "file,city\na.jpg,Zürich\n".encode("latin-1")
     batch = run_manifest(project, lead, import_root, data)
     offset = data.index("ü".encode("latin-1"))
-    assert_refused(
-        batch, project, media_root, "not UTF-8", f"offset {offset} ", "(line 2)"
-    )
+    assert_refused(batch, project, media_root, "not UTF-8", f"offset {offset} ", "(line 2)")
 
 
-def test_folder_outside_the_import_roots_is_refused(
-    project, lead, media_root, tmp_path
-):
+def test_folder_outside_the_import_roots_is_refused(project, lead, media_root, tmp_path):
     outside = tmp_path / "elsewhere"
     write_photos(outside, ["a.jpg"])
     with limits(IMPORT_ROOTS=[str(tmp_path / "allowed")]):
@@ -531,9 +491,7 @@ def test_folder_outside_the_import_roots_is_refused(
     assert_refused(batch, project, media_root, "not inside an import folder")
 
 
-def test_symlink_out_of_the_folder_is_rejected(
-    project, lead, media_root, import_root, tmp_path
-):
+def test_symlink_out_of_the_folder_is_rejected(project, lead, media_root, import_root, tmp_path):
     secret = tmp_path / "secret.jpg"
     secret.write_bytes(photo(3))
     os.symlink(secret, import_root / "link.jpg")
@@ -553,8 +511,5 @@ def test_manifest_with_an_archive(project, lead, media_root):
         archive=archive,
     )
     assert outcomes(batch) == [(2, "imported"), (3, "rejected")]
-    assert (
-        batch.items.get(row=3).reason
-        == "row 3: file 'd/missing.jpg' is not in the archive"
-    )
+    assert batch.items.get(row=3).reason == "row 3: file 'd/missing.jpg' is not in the archive"
     assert_stored_files_match_images(project, media_root)

@@ -1,6 +1,5 @@
 """Regression tests from a review: test-retest marking, label imports, labels-per-image, tone order."""
 
-
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
@@ -45,9 +44,9 @@ def test_open_cal2_with_more_labels_than_cal1_marks_first_time_labelers_as_repea
 
 def test_raising_labels_per_image_in_cal2_marks_first_time_labelers_as_repeats(project, labelers):
     cal1, cal2 = _cal2(project, labelers, cal1_lpi=2, cal2_lpi=1)
-    assert _bad_repeats(cal1, cal2) == []          # phase_open is right here
+    assert _bad_repeats(cal1, cal2) == []  # phase_open is right here
     phase_set_labels_per_image(phase=cal2, labels_per_image=3)
-    assert _bad_repeats(cal1, cal2) == []          # fails: new labelers got is_repeat=True
+    assert _bad_repeats(cal1, cal2) == []  # fails: new labelers got is_repeat=True
 
 
 def test_label_import_into_cal2_loses_is_repeat(project, labelers, lead):
@@ -66,7 +65,9 @@ def test_label_import_row_with_extra_cell_crashes_after_partial_import(project, 
     phase = phase_open(phase=phase_get(project, "calibration_1"), labels_per_image=4)
     ids = [i.external_id for i in images]
     csv = f"image_id,labeler,tones\n{ids[0]},L1,4\n{ids[1]},L1,4,EXTRA\n".encode()
-    r = client_for(lead).post(f"/api/phases/{phase.id}/labels-import/", {"file": SimpleUploadedFile("l.csv", csv)}, format="multipart")
+    r = client_for(lead).post(
+        f"/api/phases/{phase.id}/labels-import/", {"file": SimpleUploadedFile("l.csv", csv)}, format="multipart"
+    )
     assert r.status_code == 200, (r.status_code, Label.objects.count())
 
 
@@ -98,6 +99,7 @@ def test_an_imported_label_counts_when_labels_per_image_is_raised(project, label
 
 def test_token_endpoint_is_not_throttled(lead):
     from rest_framework.test import APIClient
+
     c = APIClient()
     codes = [c.post("/api/auth/token/", {"username": "lead", "password": f"guess{i}"}).status_code for i in range(30)]
     assert 429 in codes, codes  # the "login": "20/min" rate in settings is never applied
@@ -106,6 +108,7 @@ def test_token_endpoint_is_not_throttled(lead):
 def test_raising_labels_per_image_in_post_calibration_collides_with_relabel(project, labelers, lead):
     from labeling.services.labels import relabel_request
     from labeling.services.phases import phase_images_set
+
     images = add_images(project, 6)
     calibration_configure(project=project, size=2, calibration_1_size=1, n_repeated=0, seed=1)
     for kind in ("calibration_1", "calibration_2", "main"):
@@ -124,5 +127,7 @@ def test_raising_labels_per_image_in_post_calibration_collides_with_relabel(proj
 
 def test_patch_tone_order_with_duplicates_blocks_every_submit(project, labelers, lead):
     add_images(project, 2)
-    r = client_for(lead).patch(f"/api/projects/{project.id}/", {"tone_order": [1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]}, format="json")
+    r = client_for(lead).patch(
+        f"/api/projects/{project.id}/", {"tone_order": [1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]}, format="json"
+    )
     assert r.status_code == 400, r.content  # accepted: project_update never checks the order against the scale

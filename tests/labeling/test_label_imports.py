@@ -25,7 +25,9 @@ def test_import_labels_with_per_row_report_and_invalid_pairs_flagged(project, la
         f"{ids[2]},L2,eleven,,,\n"
         f"{ids[2]},L2,12,,,\n"
     ).encode()
-    r = client_for(lead).post(f"/api/phases/{phase.id}/labels-import/", {"file": SimpleUploadedFile("l.csv", csv)}, format="multipart")
+    r = client_for(lead).post(
+        f"/api/phases/{phase.id}/labels-import/", {"file": SimpleUploadedFile("l.csv", csv)}, format="multipart"
+    )
     assert r.status_code == 200, r.content
     report = r.json()
     assert report["imported"] == 4 and report["rejected"] == 5
@@ -46,8 +48,19 @@ def test_import_refuses_bad_files(project, labelers, lead):
     add_images(project, 1)
     phase = open_calibration_1(project, size=1, cal1=1)
     api = client_for(lead)
-    r = api.post(f"/api/phases/{phase.id}/labels-import/", {"file": SimpleUploadedFile("l.csv", b"a,b\n1,2\n")}, format="multipart")
+    r = api.post(
+        f"/api/phases/{phase.id}/labels-import/",
+        {"file": SimpleUploadedFile("l.csv", b"a,b\n1,2\n")},
+        format="multipart",
+    )
     assert r.status_code == 400 and "Missing column" in r.content.decode()
-    r = api.post(f"/api/phases/{phase.id}/labels-import/", {"file": SimpleUploadedFile("l.csv", b"\xff\xfe\x00bad")}, format="multipart")
+    r = api.post(
+        f"/api/phases/{phase.id}/labels-import/",
+        {"file": SimpleUploadedFile("l.csv", b"\xff\xfe\x00bad")},
+        format="multipart",
+    )
     assert r.status_code == 400 and "UTF-8" in r.content.decode()
-    assert client_for(labelers[0].user).post(f"/api/phases/{phase.id}/labels-import/", {}, format="multipart").status_code == 403
+    assert (
+        client_for(labelers[0].user).post(f"/api/phases/{phase.id}/labels-import/", {}, format="multipart").status_code
+        == 403
+    )

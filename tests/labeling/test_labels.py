@@ -28,8 +28,16 @@ def first_image(phase, labeler):
 def test_submit_stores_value_and_what_the_labeler_saw(cal1, labelers):
     m = labelers[0]
     image_id = first_image(cal1, m)
-    rev = submit(cal1, m, image_id, tones=[4, 3], uncertain=True, time_spent_ms=4200,
-                 tone_order=list(range(1, 11)), client_info={"devicePixelRatio": 2, "gamut": "p3"})
+    rev = submit(
+        cal1,
+        m,
+        image_id,
+        tones=[4, 3],
+        uncertain=True,
+        time_spent_ms=4200,
+        tone_order=list(range(1, 11)),
+        client_info={"devicePixelRatio": 2, "gamut": "p3"},
+    )
     label = rev.label
     assert (label.tone_low, label.tone_high, label.value) == (3, 4, 3.5)
     assert label.uncertain and label.is_valid and label.n_revisions == 1
@@ -97,8 +105,9 @@ def test_changing_an_answer_adds_a_revision_and_keeps_history(cal1, labelers):
     label.refresh_from_db()
     assert label.value == 7 and label.n_revisions == 2 and label.time_spent_ms == 1500
     assert list(label.revisions.values_list("number", "source", "tone_low")) == [
-        (1, "labeler", 6), (2, "change", 7),
-    ]  # fmt: skip
+        (1, "labeler", 6),
+        (2, "change", 7),
+    ]
 
 
 def test_a_client_id_cannot_be_reused_by_another_labeler(cal1, labelers):
@@ -119,7 +128,9 @@ def test_revisions_are_constrained_in_the_database(cal1, labelers):
         with pytest.raises(IntegrityError), transaction.atomic():
             LabelRevision.objects.create(label=label, number=n, client_id=uuid.uuid4(), **fields)
     # An imported invalid pair is allowed (and flagged by review).
-    LabelRevision.objects.create(label=label, number=20, client_id=uuid.uuid4(), tone_low=3, tone_high=5, source="import")
+    LabelRevision.objects.create(
+        label=label, number=20, client_id=uuid.uuid4(), tone_low=3, tone_high=5, source="import"
+    )
 
 
 def test_correction_is_a_new_revision_with_reason(cal1, labelers, lead):
@@ -177,8 +188,13 @@ def test_relabel_request_adds_a_revision_to_the_original_label(project, labelers
 
 
 def test_reflection_only_for_calibration_participants(cal1, labelers, project):
-    r = reflection_submit(phase=cal1, labeler=labelers[0], minutes_taken=30, biases_noticed=["background", "recency"],
-                          mindfulness_plan="look at the neck, not the background")  # fmt: skip
+    r = reflection_submit(
+        phase=cal1,
+        labeler=labelers[0],
+        minutes_taken=30,
+        biases_noticed=["background", "recency"],
+        mindfulness_plan="look at the neck, not the background",
+    )
     assert r.biases_noticed == ["background", "recency"]
     with pytest.raises(ValidationError, match="Choose among"):
         reflection_submit(phase=cal1, labeler=labelers[0], biases_noticed=["astrology"])
@@ -264,12 +280,26 @@ def test_first_answer_rows_are_complete_on_every_database(cal1, labelers):
     m = labelers[0]
     image_id = first_image(cal1, m)
     client_id = uuid.uuid4()
-    rev = submit(cal1, m, image_id, tones=[7, 6], uncertain=True, time_spent_ms=1234, client_id=client_id,
-                 tone_order=list(range(10, 0, -1)), client_info={"colorGamut": "p3"})  # fmt: skip
+    rev = submit(
+        cal1,
+        m,
+        image_id,
+        tones=[7, 6],
+        uncertain=True,
+        time_spent_ms=1234,
+        client_id=client_id,
+        tone_order=list(range(10, 0, -1)),
+        client_info={"colorGamut": "p3"},
+    )
     label = Label.objects.get(pk=rev.label.pk)
     stored = LabelRevision.objects.get(pk=rev.pk)
     assignment = Assignment.objects.get(phase=cal1, labeler=m, image_id=image_id)
-    assert (label.phase_id, label.image_id, label.labeler_id, label.assignment_id) == (cal1.id, image_id, m.id, assignment.id)
+    assert (label.phase_id, label.image_id, label.labeler_id, label.assignment_id) == (
+        cal1.id,
+        image_id,
+        m.id,
+        assignment.id,
+    )
     assert (label.tone_low, label.tone_high, label.value, label.uncertain, label.skip_reason) == (6, 7, 6.5, True, "")
     assert (label.is_valid, label.n_revisions, label.time_spent_ms, label.is_repeat) == (True, 1, 1234, False)
     assert label.created_at is not None and label.updated_at is not None

@@ -53,11 +53,26 @@ def test_project_form_reports_errors_and_creates_custom_scale(client, lead):
     client.force_login(lead)
     r = client.post("/projects/new/", {"name": "", "labels_per_image": 0, "skip_reasons": "x"})
     assert r.status_code == 200 and b"errorlist" in r.content
-    r = client.post("/projects/new/", {"name": "Custom", "labels_per_image": 3, "skip_reasons": "no skin visible",
-                                       "custom_tones": "pale, #eeeeee\nnot a tone"})  # fmt: skip
+    r = client.post(
+        "/projects/new/",
+        {
+            "name": "Custom",
+            "labels_per_image": 3,
+            "skip_reasons": "no skin visible",
+            "custom_tones": "pale, #eeeeee\nnot a tone",
+        },
+    )
     assert r.status_code == 200 and "Line 2" in r.content.decode()
-    r = client.post("/projects/new/", {"name": "Custom", "labels_per_image": 3, "skip_reasons": "no skin visible",
-                                       "custom_tones": "pale, #eeeeee\ndeep, #222222\n", "allow_adjacent_pairs": "on"})  # fmt: skip
+    r = client.post(
+        "/projects/new/",
+        {
+            "name": "Custom",
+            "labels_per_image": 3,
+            "skip_reasons": "no skin visible",
+            "custom_tones": "pale, #eeeeee\ndeep, #222222\n",
+            "allow_adjacent_pairs": "on",
+        },
+    )
     assert r.status_code == 302
     project = Project.objects.get(name="Custom")
     assert [t.name for t in project.ordered_tones()] == ["pale", "deep"]
@@ -66,8 +81,10 @@ def test_project_form_reports_errors_and_creates_custom_scale(client, lead):
 
 def test_members_page_adds_a_labeler_with_profile(client, project, lead):
     client.force_login(lead)
-    r = client.post(f"/projects/{project.id}/members/", {"username": "ana", "password": "long-password-1",
-                                                         "role": "labeler", "region_of_upbringing": "Andes"})  # fmt: skip
+    r = client.post(
+        f"/projects/{project.id}/members/",
+        {"username": "ana", "password": "long-password-1", "role": "labeler", "region_of_upbringing": "Andes"},
+    )
     assert r.status_code == 302
     m = project.memberships.get(user__username="ana")
     assert m.pseudonym == "L01" and m.region_of_upbringing == "Andes"
@@ -78,12 +95,20 @@ def test_members_page_adds_a_labeler_with_profile(client, project, lead):
 def test_phase_page_controls(client, project, lead, labelers):
     add_images(project, 6)
     client.force_login(lead)
-    r = client.post(f"/projects/{project.id}/calibration/", {"size": 4, "calibration_1_size": 2, "n_repeated": 1, "seed": 3})
+    r = client.post(
+        f"/projects/{project.id}/calibration/", {"size": 4, "calibration_1_size": 2, "n_repeated": 1, "seed": 3}
+    )
     assert r.status_code == 302
     cal1 = project.phases.get(kind="calibration_1")
-    r = client.post(f"/phases/{cal1.id}/", {"action": "open", "labeler_ids": [labelers[0].id, labelers[1].id], "labels_per_image": 2})
+    r = client.post(
+        f"/phases/{cal1.id}/",
+        {"action": "open", "labeler_ids": [labelers[0].id, labelers[1].id], "labels_per_image": 2},
+    )
     cal1.refresh_from_db()
-    assert cal1.status == "open" and set(cal1.participants.values_list("labeler_id", flat=True)) == {labelers[0].id, labelers[1].id}
+    assert cal1.status == "open" and set(cal1.participants.values_list("labeler_id", flat=True)) == {
+        labelers[0].id,
+        labelers[1].id,
+    }
     r = client.get(f"/phases/{cal1.id}/", HTTP_ACCEPT="application/json")
     assert r.json()["assigned"] == 4
     cal2 = project.phases.get(kind="calibration_2")
@@ -128,5 +153,8 @@ def test_token_endpoint_is_rate_limited(lead):
     from rest_framework.test import APIClient
 
     api = APIClient()
-    codes = [api.post("/api/auth/token/", {"username": "lead", "password": "wrong"}, format="json").status_code for _ in range(25)]
+    codes = [
+        api.post("/api/auth/token/", {"username": "lead", "password": "wrong"}, format="json").status_code
+        for _ in range(25)
+    ]
     assert codes[0] == 400 and codes[-1] == 429

@@ -101,9 +101,7 @@ def random_reliability_data(
 
 
 def reference_alpha(data: np.ndarray, level: str, value_domain=None) -> float:
-    return float(
-        krippendorff.alpha(data, level_of_measurement=level, value_domain=value_domain)
-    )
+    return float(krippendorff.alpha(data, level_of_measurement=level, value_domain=value_domain))
 
 
 @pytest.fixture
@@ -120,9 +118,7 @@ def no_warnings():
 
 @pytest.mark.parametrize("level", LEVELS)
 def test_alpha_krippendorff_2011_published_values(level):
-    assert (
-        round(krippendorff_alpha(KRIPPENDORFF_2011, level), 3) == PUBLISHED_ALPHA[level]
-    )
+    assert round(krippendorff_alpha(KRIPPENDORFF_2011, level), 3) == PUBLISHED_ALPHA[level]
 
 
 @pytest.mark.parametrize("level", LEVELS)
@@ -169,9 +165,7 @@ def test_alpha_from_counts_matches_package_value_counts(level):
     counts = rng.multinomial(4, np.full(6, 1 / 6), size=50)
     counts[rng.random(50) < 0.2] //= 2  # some items with fewer labels
     values = np.array([1, 2, 3, 5, 8, 9.5])
-    expected = krippendorff.alpha(
-        value_counts=counts, value_domain=values, level_of_measurement=level
-    )
+    expected = krippendorff.alpha(value_counts=counts, value_domain=values, level_of_measurement=level)
     assert alpha_from_counts(counts, values, level) == pytest.approx(expected, abs=1e-9)
 
 
@@ -205,9 +199,7 @@ def test_alpha_degenerate_is_nan_without_warnings(data, level, no_warnings):
 
 def test_alpha_identical_labels_with_full_domain_is_nan(no_warnings):
     # Expected disagreement is 0 whatever the domain: undefined.
-    assert np.isnan(
-        krippendorff_alpha([[2, 2, 2], [2, 2, 2]], value_domain=range(1, 11))
-    )
+    assert np.isnan(krippendorff_alpha([[2, 2, 2], [2, 2, 2]], value_domain=range(1, 11)))
 
 
 def test_alpha_single_unit_pairable_is_defined():
@@ -261,9 +253,7 @@ def test_bootstrap_from_counts_equals_from_reliability_data():
     data = random_reliability_data(rng, 3, 120)
     values, counts = value_counts(data)
     from_data = bootstrap_alpha(data, "interval", n_resamples=100, seed=1)
-    from_counts = bootstrap_alpha(
-        None, "interval", n_resamples=100, seed=1, value_domain=values, counts=counts
-    )
+    from_counts = bootstrap_alpha(None, "interval", n_resamples=100, seed=1, value_domain=values, counts=counts)
     assert from_data == from_counts
 
 
@@ -290,9 +280,7 @@ def test_bootstrap_distribution_matches_naive_item_resampling():
     assert fast.mean() == pytest.approx(naive.mean(), abs=0.1 * sd)
     assert fast.std() == pytest.approx(sd, rel=0.08)
     for q in (0.05, 0.5, 0.95):  # quantiles are noisier: SE about 0.1 sd
-        assert np.quantile(fast, q) == pytest.approx(
-            np.quantile(naive, q), abs=0.5 * sd
-        )
+        assert np.quantile(fast, q) == pytest.approx(np.quantile(naive, q), abs=0.5 * sd)
 
 
 def test_bootstrap_rejects_bad_arguments():
@@ -360,9 +348,7 @@ def test_cohen_kappa_weighted_matches_sklearn(weights):
         labels=categories.astype(str),
         weights=weights,
     )
-    ours = cohen_kappa_weighted(
-        data[0], data[1], categories=categories, weights=weights
-    )
+    ours = cohen_kappa_weighted(data[0], data[1], categories=categories, weights=weights)
     assert ours == pytest.approx(expected, abs=1e-12)
 
 
@@ -370,9 +356,7 @@ def test_cohen_kappa_full_range_differs_from_observed_range():
     # Unused categories change the quadratic distances (the reason to pass them).
     a, b = [1, 2, 3, 5, 5, 1], [1, 3, 3, 5, 2, 2]
     full = cohen_kappa_weighted(a, b, categories=range(1, 11))
-    assert full == pytest.approx(
-        cohen_kappa_score(a, b, labels=list(range(1, 11)), weights="quadratic")
-    )
+    assert full == pytest.approx(cohen_kappa_score(a, b, labels=list(range(1, 11)), weights="quadratic"))
     observed = cohen_kappa_weighted(a, b, categories=[1, 2, 3, 5])
     assert observed == pytest.approx(cohen_kappa_score(a, b, weights="quadratic"))
     assert full != pytest.approx(observed)
@@ -393,9 +377,7 @@ def test_kappa_matrix_matches_sklearn_pairs():
     np.testing.assert_allclose(matrix, matrix.T, equal_nan=True)
     for i, j in itertools.combinations(range(3), 2):
         both = ~np.isnan(data[i]) & ~np.isnan(data[j])
-        expected = cohen_kappa_score(
-            data[i, both], data[j, both], labels=categories, weights="quadratic"
-        )
+        expected = cohen_kappa_score(data[i, both], data[j, both], labels=categories, weights="quadratic")
         assert matrix[i, j] == pytest.approx(expected, abs=1e-12)
     assert np.isnan(matrix[3]).all()
 
@@ -426,14 +408,8 @@ def test_unique_values_distribution_matches_counter():
     rng = np.random.default_rng(14)
     data = random_reliability_data(rng, 4, 150, half_steps=True, n_tones=5)
     table = unique_values_distribution(data, min_labels=2)
-    expected = Counter(
-        len(set(item[~np.isnan(item)]))
-        for item in data.T
-        if (~np.isnan(item)).sum() >= 2
-    )
-    assert dict(zip(table["n_unique_values"], table["n_items"], strict=True)) == dict(
-        expected
-    )
+    expected = Counter(len(set(item[~np.isnan(item)])) for item in data.T if (~np.isnan(item)).sum() >= 2)
+    assert dict(zip(table["n_unique_values"], table["n_items"], strict=True)) == dict(expected)
     assert table["fraction"].sum() == pytest.approx(1.0)
 
 
@@ -463,9 +439,7 @@ def test_test_retest_against_references():
     assert result.weighted_kappa == pytest.approx(
         cohen_kappa_score(a, b, labels=list(range(1, 11)), weights="quadratic")
     )
-    assert result.alpha == pytest.approx(
-        reference_alpha(np.vstack([round1, round2]), "ordinal"), abs=1e-9
-    )
+    assert result.alpha == pytest.approx(reference_alpha(np.vstack([round1, round2]), "ordinal"), abs=1e-9)
 
 
 def test_test_retest_too_little_data(no_warnings):
@@ -480,11 +454,7 @@ def naive_bias(data: np.ndarray) -> dict[tuple[int, float], list[float]]:
     for labeler in range(data.shape[0]):
         for item in range(data.shape[1]):
             own = data[labeler, item]
-            others = [
-                data[o, item]
-                for o in range(data.shape[0])
-                if o != labeler and not np.isnan(data[o, item])
-            ]
+            others = [data[o, item] for o in range(data.shape[0]) if o != labeler and not np.isnan(data[o, item])]
             if np.isnan(own) or not others:
                 continue
             median = statistics.median(others)
@@ -503,9 +473,7 @@ def test_labeler_bias_matches_naive_definition():
         mine = [v for (lab, _), vals in diffs.items() if lab == position for v in vals]
         assert overall.loc[name, "n"] == len(mine)
         assert overall.loc[name, "mean_diff"] == pytest.approx(np.mean(mine))
-        assert overall.loc[name, "mean_abs_diff"] == pytest.approx(
-            np.mean(np.abs(mine))
-        )
+        assert overall.loc[name, "mean_abs_diff"] == pytest.approx(np.mean(np.abs(mine)))
     assert overall["mean_diff"].idxmax() == "c"
     by_band = labeler_bias(data, by_band=True)
     got = {(r.labeler, r.band): (r.n, r.mean_diff) for r in by_band.itertuples()}
@@ -529,9 +497,7 @@ def test_alpha_leave_one_out_matches_package():
     for labeler in range(4):
         expected = reference_alpha(np.delete(data, labeler, axis=0), "interval")
         assert frame.loc[labeler, "alpha_without"] == pytest.approx(expected, abs=1e-9)
-        assert frame.loc[labeler, "change"] == pytest.approx(
-            expected - everyone, abs=1e-9
-        )
+        assert frame.loc[labeler, "change"] == pytest.approx(expected - everyone, abs=1e-9)
 
 
 def test_alpha_leave_one_out_two_labelers_is_nan(no_warnings):
@@ -623,15 +589,20 @@ def test_consensus_table_matches_image_consensus():
         np.testing.assert_array_equal(values[image], np.array(expected.values))
         got = table.iloc[image]
         for field in ("mean", "std", "median", "mode", "min", "max", "range"):
-            assert got[field] == pytest.approx(getattr(expected, field), nan_ok=True), (
-                field
-            )
+            assert got[field] == pytest.approx(getattr(expected, field), nan_ok=True), field
         for field in (
-            "n_labels", "n_valid", "mode_count", "complete_consensus",
-            "overlap_consensus", "near_consensus", "n_unique_values",
-            "n_connected_groups", "any_uncertainty", "has_invalid_annotation",
+            "n_labels",
+            "n_valid",
+            "mode_count",
+            "complete_consensus",
+            "overlap_consensus",
+            "near_consensus",
+            "n_unique_values",
+            "n_connected_groups",
+            "any_uncertainty",
+            "has_invalid_annotation",
             "wide_range",
-        ):  # fmt: skip
+        ):
             assert got[field] == getattr(expected, field), (image, field)
         assert got["invalid"] == ("invalid" in expected.flags)
 
@@ -660,7 +631,10 @@ def test_consensus_table_all_skipped(no_warnings):
 def test_agreement_module_does_not_import_django():
     code = "import sys, metrics.agreement; print('django' in sys.modules)"
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True,
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
         cwd=str(__import__("pathlib").Path(__file__).resolve().parents[2]),
-    )  # fmt: skip
+    )
     assert out.stdout.strip() == "False"

@@ -11,9 +11,9 @@ from sklearn.metrics import mutual_info_score
 from metrics.dataset_bias import intraclass_disparity, nmi, npmi, nsd, overall_disparity
 from metrics.discrepancy import fairness_discrepancy
 
-counts_1d = arrays(
-    float, st.integers(2, 10), elements=st.floats(0, 1000, allow_nan=False)
-).filter(lambda a: a.sum() > 1e-6)
+counts_1d = arrays(float, st.integers(2, 10), elements=st.floats(0, 1000, allow_nan=False)).filter(
+    lambda a: a.sum() > 1e-6
+)
 tables = arrays(
     float,
     st.tuples(st.integers(1, 6), st.integers(1, 6)),
@@ -95,9 +95,7 @@ def test_nmi_is_not_sklearns_arithmetic_normalisation():
     groups = [0, 0, 0, 1, 1, 1]
     classes = [0, 0, 1, 1, 1, 1]
     table = np.array([[2, 1], [0, 3]])
-    assert nmi(table) != pytest.approx(
-        normalized_mutual_info_score(groups, classes), abs=1e-3
-    )
+    assert nmi(table) != pytest.approx(normalized_mutual_info_score(groups, classes), abs=1e-3)
 
 
 def test_nmi_undefined_for_a_single_cell():
@@ -114,9 +112,7 @@ def test_nmi_and_npmi_invariant_to_group_and_class_order(table, rnd):
     rnd.shuffle(cols)
     permuted = table[np.ix_(rows, cols)]
     assert nmi(permuted) == pytest.approx(nmi(table), abs=1e-12)
-    np.testing.assert_allclose(
-        npmi(permuted), npmi(table)[np.ix_(rows, cols)], atol=1e-12
-    )
+    np.testing.assert_allclose(npmi(permuted), npmi(table)[np.ix_(rows, cols)], atol=1e-12)
 
 
 def _npmi_authors(table):
@@ -135,9 +131,7 @@ def _npmi_authors(table):
 @given(tables)
 def test_npmi_matches_authors_code_and_bouma_alternative_form(table):
     result = npmi(table)
-    assert np.all((result >= -1) | np.isnan(result)) and np.all(
-        (result <= 1) | np.isnan(result)
-    )
+    assert np.all((result >= -1) | np.isnan(result)) and np.all((result <= 1) | np.isnan(result))
     reference = _npmi_authors(table)
     comparable = np.isfinite(reference)
     np.testing.assert_allclose(result[comparable], reference[comparable], atol=1e-9)
@@ -145,9 +139,7 @@ def test_npmi_matches_authors_code_and_bouma_alternative_form(table):
     joint = table / table.sum()
     inside = (joint > 0) & (joint < 1)
     marg = joint.sum(axis=1, keepdims=True) * joint.sum(axis=0, keepdims=True)
-    np.testing.assert_allclose(
-        result[inside], np.log(marg[inside]) / np.log(joint[inside]) - 1, atol=1e-9
-    )
+    np.testing.assert_allclose(result[inside], np.log(marg[inside]) / np.log(joint[inside]) - 1, atol=1e-9)
 
 
 def test_npmi_conventions_for_empty_cells_and_empty_groups():
@@ -162,9 +154,7 @@ def test_npmi_conventions_for_empty_cells_and_empty_groups():
 
 def _od_authors(recall):
     """Seed 003 authors' od() (fer/metrics.py), in NumPy."""
-    return (
-        (1 - recall / recall.max(axis=1)[:, None]).sum(axis=1) / (recall.shape[1] - 1)
-    ).mean()
+    return ((1 - recall / recall.max(axis=1)[:, None]).sum(axis=1) / (recall.shape[1] - 1)).mean()
 
 
 def test_id_bounds_from_the_seed():

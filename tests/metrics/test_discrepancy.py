@@ -14,18 +14,16 @@ from metrics.discrepancy import (
     max_discrepancy,
 )
 
-distributions = arrays(
-    float, st.integers(2, 16), elements=st.floats(0, 100, allow_nan=False)
-).filter(lambda a: a.sum() > 1e-6)
+distributions = arrays(float, st.integers(2, 16), elements=st.floats(0, 100, allow_nan=False)).filter(
+    lambda a: a.sum() > 1e-6
+)
 ORDER_FREE = [m for m in METRICS if m != "wd_ordinal"]
 
 
 def test_seed_002_worked_example():
     # Seed 002, "Scale": k = 2, p = [0.9, 0.1]: f* = 0.565, f*_max = 0.707, normalised 0.799
     # (the paper divides the rounded figures; the exact value is 0.8).
-    assert fairness_discrepancy([0.9, 0.1], "l2", normalize=False) == pytest.approx(
-        0.566, abs=1e-3
-    )
+    assert fairness_discrepancy([0.9, 0.1], "l2", normalize=False) == pytest.approx(0.566, abs=1e-3)
     assert max_discrepancy(2, "l2") == pytest.approx(0.707, abs=1e-3)
     assert fairness_discrepancy([0.9, 0.1], "l2") == pytest.approx(0.8, abs=1e-9)
     assert fairness_discrepancy([90, 10], "l2") == pytest.approx(0.8, abs=1e-9)
@@ -64,14 +62,10 @@ def test_raw_scores_match_authors_code_and_scipy(counts):
     p = counts / counts.sum()
     reference = _authors_reference(p)
     for metric, expected in reference.items():
-        assert fairness_discrepancy(p, metric, normalize=False) == pytest.approx(
-            expected, abs=1e-9
-        ), metric
+        assert fairness_discrepancy(p, metric, normalize=False) == pytest.approx(expected, abs=1e-9), metric
     k = p.size
     ordinal = wasserstein_distance(np.arange(k), np.arange(k), p, np.full(k, 1 / k))
-    assert fairness_discrepancy(p, "wd_ordinal", normalize=False) == pytest.approx(
-        ordinal
-    )
+    assert fairness_discrepancy(p, "wd_ordinal", normalize=False) == pytest.approx(ordinal)
 
 
 @settings(max_examples=40, deadline=None)
@@ -83,9 +77,7 @@ def test_normalised_scores_in_unit_interval_and_order_free(counts, rnd):
         value = fairness_discrepancy(counts, metric)
         assert 0.0 <= value <= 1.0, metric
         if metric in ORDER_FREE:
-            assert fairness_discrepancy(shuffled, metric) == pytest.approx(
-                value, abs=1e-9
-            )
+            assert fairness_discrepancy(shuffled, metric) == pytest.approx(value, abs=1e-9)
 
 
 @pytest.mark.parametrize("metric", METRICS)
@@ -102,9 +94,7 @@ def test_extreme_points(metric, k):
 def test_normalised_wd_equals_normalised_l1(counts):
     # The authors' WD compares the k proportions, as a sample, with a point mass at 1/k: it is
     # L1 / k, hence identical once normalised (the paper: "generally identical ... 4 D.P.").
-    assert fairness_discrepancy(counts, "wd") == pytest.approx(
-        fairness_discrepancy(counts, "l1"), abs=1e-9
-    )
+    assert fairness_discrepancy(counts, "wd") == pytest.approx(fairness_discrepancy(counts, "l1"), abs=1e-9)
 
 
 def test_wd_ordinal_depends_on_category_order():
@@ -175,9 +165,7 @@ def test_cleam_single_proportion_wald_interval():
 
 
 def test_cleam_clips_impossible_observations_but_keeps_raw():
-    estimate = cleam_correct(
-        0.99, 0.9, 0.8
-    )  # above alpha_0: the classifier cannot give it
+    estimate = cleam_correct(0.99, 0.9, 0.8)  # above alpha_0: the classifier cannot give it
     assert estimate.p_star == 1.0 and estimate.p_star_raw > 1.0
 
 

@@ -91,14 +91,11 @@ def test_alignment_matches_brute_force(alpha):
 
 def test_alignment_undefined_subgroup_has_a_reason():
     # The "deep" point is alone in its class: no positive pair.
-    result = alignment(
-        [[1.0, 0.0], [0.9, 0.1], [0.0, 1.0]], [0, 0, 1], ["a", "a", "deep"]
-    )
+    result = alignment([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0]], [0, 0, 1], ["a", "a", "deep"])
     assert np.isnan(result.by_group["deep"])
     assert "no point" in result.undefined["deep"]
     assert result.by_group["a"] == pytest.approx(
-        np.linalg.norm(np.array([1, 0]) - np.array([0.9, 0.1]) / np.hypot(0.9, 0.1))
-        ** 2
+        np.linalg.norm(np.array([1, 0]) - np.array([0.9, 0.1]) / np.hypot(0.9, 0.1)) ** 2
     )
 
 
@@ -118,18 +115,13 @@ def test_uniformity_per_subgroup_uses_only_its_points():
     unit = points / np.linalg.norm(points, axis=1, keepdims=True)
     for g in ("a", "b"):
         s = np.linalg.svd(unit[groups == g], compute_uv=False)
-        assert result.by_group[g] == pytest.approx(
-            entropy(np.full(4, 0.25), s / s.sum())
-        )
+        assert result.by_group[g] == pytest.approx(entropy(np.full(4, 0.25), s / s.sum()))
 
 
 def test_uniformity_rank_deficient_subgroup_is_undefined_not_infinite():
     points = [[1.0, 0.0], [2.0, 0.0], [0.0, 1.0], [0.6, 0.8]]
     result = uniformity(points, ["flat", "flat", "ok", "ok"])
-    assert (
-        np.isnan(result.by_group["flat"])
-        and "rank-deficient" in result.undefined["flat"]
-    )
+    assert np.isnan(result.by_group["flat"]) and "rank-deficient" in result.undefined["flat"]
     assert np.isfinite(result.by_group["ok"])
     assert np.isnan(result.gap)  # one defined subgroup only
 
@@ -139,14 +131,10 @@ def test_cluster_nmi_matches_sklearn_kmeans_and_nmi():
     result = cluster_nmi(points, labels, groups, seed=3)
     unit = points / np.linalg.norm(points, axis=1, keepdims=True)
     clusters = KMeans(n_clusters=4, random_state=3, n_init=10).fit_predict(unit)
-    assert result.overall == pytest.approx(
-        normalized_mutual_info_score(labels, clusters)
-    )
+    assert result.overall == pytest.approx(normalized_mutual_info_score(labels, clusters))
     for g in np.unique(groups):
         mask = groups == g
-        assert result.by_group[g] == pytest.approx(
-            normalized_mutual_info_score(labels[mask], clusters[mask])
-        )
+        assert result.by_group[g] == pytest.approx(normalized_mutual_info_score(labels[mask], clusters[mask]))
 
 
 def test_embedding_fairness_bundles_all_metrics_and_finds_worst_group():

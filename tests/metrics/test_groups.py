@@ -73,9 +73,7 @@ def test_fairlearn_user_guide_example():
     assert result.difference()["recall_score"].value == 0.75
     assert result.ratio()["recall_score"].value == 0.0
     # The built-in recall agrees with scikit-learn's.
-    builtin = frame(
-        metrics=recall, y_true=y_true, y_pred=y_pred, sensitive_features=groups
-    )
+    builtin = frame(metrics=recall, y_true=y_true, y_pred=y_pred, sensitive_features=groups)
     assert builtin.by_group["recall"].to_dict() == {
         "a": 0.0,
         "b": 0.5,
@@ -126,12 +124,11 @@ def test_matches_fairlearn_metricframe_on_random_data(seed, intersectional):
             assert got_by_group.loc[key, name] == pytest.approx(value), (name, key)
         assert ours.overall[name].value == pytest.approx(theirs.overall[name])
         for method in ("between_groups", "to_overall"):
-            assert ours.difference(method)[name].value == pytest.approx(
-                theirs.difference(method=method)[name]
-            ), (name, method)
-            assert ours.ratio(method)[name].value == pytest.approx(
-                theirs.ratio(method=method)[name]
-            ), (name, method)
+            assert ours.difference(method)[name].value == pytest.approx(theirs.difference(method=method)[name]), (
+                name,
+                method,
+            )
+            assert ours.ratio(method)[name].value == pytest.approx(theirs.ratio(method=method)[name]), (name, method)
         assert ours.group_min()[name].value == pytest.approx(theirs.group_min()[name])
         assert ours.group_max()[name].value == pytest.approx(theirs.group_max()[name])
 
@@ -156,13 +153,9 @@ def test_intersections_include_empty_combinations_with_a_reason():
 
 def test_unobserved_categorical_levels_are_empty_groups():
     tone = pd.Categorical(["MST1", "MST1"], categories=["MST1", "MST5", "MST10"])
-    result = frame(
-        metrics="accuracy", y_true=[1, 0], y_pred=[1, 1], sensitive_features=tone
-    )
+    result = frame(metrics="accuracy", y_true=[1, 0], y_pred=[1, 1], sensitive_features=tone)
     assert result.group_sizes == {"MST1": 2, "MST5": 0, "MST10": 0}
-    assert result.values("accuracy")["MST10"] == MetricValue.undefined(
-        "empty group: no samples"
-    )
+    assert result.values("accuracy")["MST10"] == MetricValue.undefined("empty group: no samples")
 
 
 @pytest.mark.parametrize(
@@ -213,9 +206,7 @@ def test_user_function_nan_and_errors_become_undefined():
     assert result.overall["always_nan"].reason == "always_nan returned NaN"
     assert "ValueError: needs two classes" in result.overall["bad_value"].reason
     with np.errstate(divide="raise"):
-        value = frame(
-            metrics=divides, y_true=[1.0], y_pred=[1.0], sensitive_features=["a"]
-        ).overall["divides"]
+        value = frame(metrics=divides, y_true=[1.0], y_pred=[1.0], sensitive_features=["a"]).overall["divides"]
     assert "FloatingPointError" in value.reason
 
 
@@ -306,10 +297,7 @@ def test_bootstrap_is_seeded_and_brackets_the_estimate():
         diff = first.difference()[name]
         assert diff.ci_low <= diff.value <= diff.ci_high
     other = frame(**{**kwargs, "seed": 12})
-    assert (
-        other.by_group["accuracy_ci_low"].tolist()
-        != first.by_group["accuracy_ci_low"].tolist()
-    )
+    assert other.by_group["accuracy_ci_low"].tolist() != first.by_group["accuracy_ci_low"].tolist()
 
 
 def test_bootstrap_interval_width_matches_binomial_standard_error():
@@ -349,9 +337,7 @@ def test_bootstrap_generic_callable_agrees_with_builtin_path():
 @settings(max_examples=15, deadline=None)
 @given(
     st.lists(
-        st.tuples(
-            st.integers(0, 1), st.integers(0, 1), st.sampled_from(["a", "b", "c"])
-        ),
+        st.tuples(st.integers(0, 1), st.integers(0, 1), st.sampled_from(["a", "b", "c"])),
         min_size=1,
         max_size=40,
     ),
@@ -366,9 +352,7 @@ def test_never_crashes_and_is_invariant_to_group_label_order(rows, rnd):
         "false_positive_rate",
         "selection_rate",
     ]
-    base = frame(
-        metrics=metrics, y_true=y_true, y_pred=y_pred, sensitive_features=groups
-    )
+    base = frame(metrics=metrics, y_true=y_true, y_pred=y_pred, sensitive_features=groups)
     relabel = dict(zip("abc", rnd.sample(["x", "y", "z"], 3)))
     renamed = frame(
         metrics=metrics,

@@ -27,9 +27,7 @@ def _tables(n=200, seed=0):
             "gender": rng.choice(["female", "male"], n),
         }
     )
-    predictions = pd.DataFrame(
-        {"image_id": ids, "error": 1.0 + 0.1 * tone + rng.normal(0, 0.3, n)}
-    )
+    predictions = pd.DataFrame({"image_id": ids, "error": 1.0 + 0.1 * tone + rng.normal(0, 0.3, n)})
     return attributes, predictions
 
 
@@ -68,9 +66,7 @@ def _run(tmp_path, attributes, predictions, *extra, fmt=(".csv", ".csv")):
     return main(argv)
 
 
-@pytest.mark.parametrize(
-    "fmt", [(".csv", ".csv"), (".jsonl", ".parquet"), (".parquet", ".jsonl")]
-)
+@pytest.mark.parametrize("fmt", [(".csv", ".csv"), (".jsonl", ".parquet"), (".parquet", ".jsonl")])
 def test_report_writes_json_and_html(tmp_path, fmt):
     attributes, predictions = _tables()
     assert _run(tmp_path, attributes, predictions, fmt=fmt) == 0
@@ -92,12 +88,8 @@ def test_report_writes_json_and_html(tmp_path, fmt):
     assert report["skin_tone"]["significant"] is True
     female = predictions["error"][attributes["gender"] == "female"]
     male = predictions["error"][attributes["gender"] == "male"]
-    assert report["gender"]["p_value"] == pytest.approx(
-        stats.ks_2samp(female, male).pvalue
-    )
-    assert report["intersectional"]["n_customers"] == len(
-        report["intersectional"]["members"]
-    )
+    assert report["gender"]["p_value"] == pytest.approx(stats.ks_2samp(female, male).pvalue)
+    assert report["intersectional"]["n_customers"] == len(report["intersectional"]["members"])
     page = (tmp_path / "out" / "report.html").read_text()
     assert page.count("data:image/png;base64,") == 4
     assert "http://" not in page and "https://" not in page
@@ -139,10 +131,7 @@ def test_missing_file(tmp_path, capsys):
 
 def test_missing_columns(tmp_path, capsys):
     attributes, predictions = _tables()
-    assert (
-        _run(tmp_path, attributes.drop(columns="gender"), predictions, "--error", "err")
-        == 2
-    )
+    assert _run(tmp_path, attributes.drop(columns="gender"), predictions, "--error", "err") == 2
     lines = _errors(capsys)
     assert len(lines) == 2
     assert "gender" in lines[0] and "err" in lines[1]

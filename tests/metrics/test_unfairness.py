@@ -34,9 +34,7 @@ def test_categorical_matches_ks_2samp_and_mean_difference():
     assert result.p_value == pytest.approx(ref.pvalue)
     assert result.significant == (ref.pvalue < 0.05)
     assert result.score == pytest.approx(abs(b.mean() - a.mean()))
-    assert result.worst_pair.higher_error_group == (
-        "male" if b.mean() > a.mean() else "female"
-    )
+    assert result.worst_pair.higher_error_group == ("male" if b.mean() > a.mean() else "female")
 
 
 def test_categorical_invariant_to_label_renaming_and_order():
@@ -51,17 +49,12 @@ def test_categorical_invariant_to_label_renaming_and_order():
     assert second.score == pytest.approx(first.score)
     assert second.p_value == pytest.approx(first.p_value)
     assert second.statistic == pytest.approx(first.statistic)
-    assert (
-        rename[first.worst_pair.higher_error_group]
-        == second.worst_pair.higher_error_group
-    )
+    assert rename[first.worst_pair.higher_error_group] == second.worst_pair.higher_error_group
 
 
 def test_categorical_worst_pair_is_largest_significant_score():
     rng = np.random.default_rng(3)
-    errors = np.r_[
-        rng.normal(1, 0.2, 80), rng.normal(1.3, 0.2, 80), rng.normal(2.0, 0.2, 80)
-    ]
+    errors = np.r_[rng.normal(1, 0.2, 80), rng.normal(1.3, 0.2, 80), rng.normal(2.0, 0.2, 80)]
     groups = np.repeat(["a", "b", "c"], 80)
     result = categorical_unfairness(errors, groups)
     assert len(result.pairs) == 3
@@ -169,9 +162,7 @@ def test_severity_rejects_bad_threshold():
 def test_standardise_matches_standard_scaler():
     rng = np.random.default_rng(6)
     x = np.column_stack([rng.normal(3, 2, 50), np.full(50, 4.0)])
-    np.testing.assert_allclose(
-        standardise(x), StandardScaler().fit_transform(x), atol=1e-12
-    )
+    np.testing.assert_allclose(standardise(x), StandardScaler().fit_transform(x), atol=1e-12)
 
 
 def _datasets():
@@ -179,11 +170,7 @@ def _datasets():
     yield "gaussian", rng.normal(size=(1500, 2)), 10
     tone = np.clip(np.round(rng.normal(5, 2, (1200, 4))), 1, 10).mean(axis=1)
     yield "discrete tone", np.column_stack([rng.lognormal(0, 0.25, 1200), tone]), 10
-    grid = (
-        np.stack(np.meshgrid(np.arange(30), np.arange(25)), -1)
-        .reshape(-1, 2)
-        .astype(float)
-    )
+    grid = np.stack(np.meshgrid(np.arange(30), np.arange(25)), -1).reshape(-1, 2).astype(float)
     yield "grid (distance ties)", grid, 5
     yield "grid with duplicates", np.r_[grid, grid[::3]], 10
     blobs, _ = make_blobs(800, centers=6, cluster_std=0.3, random_state=8)
@@ -198,18 +185,14 @@ def test_dbscan_labels_equal_sklearn(name, raw, min_samples):
     index = _dbscan.NeighbourIndex(points, min_samples)
     for eps in np.power(10.0, DEFAULT_EPS_EXPONENTS[::10]):
         expected = DBSCAN(eps=eps, min_samples=min_samples).fit(points).labels_
-        np.testing.assert_array_equal(
-            index.labels(eps), expected, err_msg=f"{name} eps={eps}"
-        )
+        np.testing.assert_array_equal(index.labels(eps), expected, err_msg=f"{name} eps={eps}")
 
 
 def test_dbscan_exact_fallback_path(monkeypatch):
     # Force the brute-force pair check to run on every undecided cell pair.
     monkeypatch.setattr(_dbscan, "_PAIR_CHUNK", 7)
     rng = np.random.default_rng(10)
-    points = standardise(
-        np.r_[rng.normal(0, 1, (300, 2)), rng.normal(4, 0.2, (100, 2))]
-    )
+    points = standardise(np.r_[rng.normal(0, 1, (300, 2)), rng.normal(4, 0.2, (100, 2))])
     index = _dbscan.NeighbourIndex(points, 5)
     for eps in (0.05, 0.1, 0.2, 0.5, 1.0):
         expected = DBSCAN(eps=eps, min_samples=5).fit(points).labels_
@@ -251,9 +234,7 @@ def test_intersectional_members_equal_sklearn_loop(seed):
 def test_default_ensemble_is_the_seed_eps_grid():
     assert DEFAULT_EPS_EXPONENTS.size == 151
     assert DEFAULT_EPS_EXPONENTS[0] == -1.5 and DEFAULT_EPS_EXPONENTS[-1] == 0.0
-    result = intersectional_unfairness(
-        np.ones(30), np.random.default_rng(0).normal(size=(30, 2))
-    )
+    result = intersectional_unfairness(np.ones(30), np.random.default_rng(0).normal(size=(30, 2)))
     assert [c.exponent for c in result.clusters] == DEFAULT_EPS_EXPONENTS.tolist()
     assert result.n_customers == 0
 
@@ -283,7 +264,5 @@ def test_intersectional_errors():
 
 def test_import_does_not_load_django():
     code = "import sys, metrics, metrics.unfairness; print('django' in sys.modules)"
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -1,0 +1,25 @@
+"""Every signal handler of the app, connected in one place (``LabelingConfig.ready``).
+
+Connecting in ``ready()`` rather than as a side effect of importing the module that
+defines the handler means cache invalidation never depends on which module happened
+to be imported first (Zulip's ``zerver/apps.py`` does the same).
+"""
+
+from django.db.models.signals import post_delete, post_save
+
+
+def connect() -> None:
+    from rest_framework.authtoken.models import Token
+
+    from .api.authentication import token_cache_clear
+    from .models import Label, Membership
+    from .selectors import membership_cache_clear
+    from .services.consensus import label_deleted_count
+
+    # A changed or removed membership must not be served from the membership cache.
+    post_save.connect(membership_cache_clear, sender=Membership, dispatch_uid="membership-cache-save")
+    post_delete.connect(membership_cache_clear, sender=Membership, dispatch_uid="membership-cache-delete")
+    # A deleted token stops working at once, not after the token cache time.
+    post_delete.connect(token_cache_clear, sender=Token, dispatch_uid="cached-token-deleted")
+    # A deleted label changes its phase's consensus cache version.
+    post_delete.connect(label_deleted_count, sender=Label, dispatch_uid="consensus-label-deleted")
