@@ -1,0 +1,358 @@
+"""Who may do what: every route x method x role, frozen.
+
+The cells are generated from the URLconf (every route but ``admin/``; the routers'
+``.json``-style format-suffix twins are left out) and from the OpenAPI schema (an
+API path is asked with each method the schema lists; every other route with GET
+and POST). Each cell is asked with an empty body (POST: an empty form; PUT/PATCH:
+``{}``) against one fixture world, inside a transaction rolled back after the
+cell, and its answer is reduced to a class:
+
+``ok`` (2xx), ``login`` (redirect to the sign-in page), ``redirect`` (any other
+redirect), ``bad`` (400: the request reached the view, access was granted), or
+the status code itself (401, 403, 404, 405, 415, ...).
+
+``EXPECTED`` is the observed matrix of the code as it was when this test was
+written, reviewed by eye. The test fails when a route or method appears without
+an entry (design its answers first), when an entry's route is gone, or when any
+answer changes. To see the observed rows of a new route, run this file with
+``FAIRTONE_MATRIX_DUMP=/tmp/matrix.txt``; never paste them without reading them.
+"""
+
+import io
+import os
+import re
+from functools import cache
+
+import pytest
+from django.conf import settings
+from django.contrib.auth.models import Permission
+from django.core.files.base import ContentFile
+from django.db import transaction
+from django.shortcuts import resolve_url
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver
+
+from labeling.models import ImageBaseline, Job, Membership
+from labeling.services import baselines as baseline_services
+from labeling.services.imports import import_files
+from tests.factories import MembershipFactory, ProjectFactory, UserFactory, png_bytes
+from tests.labeling.helpers import open_calibration_1, submit
+
+ROLES = ("anonymous", "labeler", "labeler_other", "reviewer", "lead", "lead_other", "staff", "superuser")
+PAGE_METHODS = ("GET", "POST")
+
+# (path template, method): the answers, space-separated, in the order of ROLES:
+# anonymous, labeler, labeler of another project, reviewer, lead, lead of another project, staff, superuser.
+EXPECTED: dict[tuple[str, str], str] = {
+    ("/api/schema/", "GET"): "ok ok ok ok ok ok ok ok",
+    ("/api/schema/", "POST"): "405 405 405 405 405 405 405 405",
+    ("/api/docs/", "GET"): "ok ok ok ok ok ok ok ok",
+    ("/api/docs/", "POST"): "405 405 405 405 405 405 405 405",
+    ("/api/auth/token/", "POST"): "bad bad bad bad bad bad bad bad",
+    ("/api/scales/", "GET"): "401 ok ok ok ok ok ok ok",
+    ("/api/scales/", "POST"): "401 bad bad bad bad bad bad bad",
+    ("/api/scales/{pk}/", "GET"): "401 ok ok ok ok ok ok ok",
+    ("/api/projects/", "GET"): "401 ok ok ok ok ok ok ok",
+    ("/api/projects/", "POST"): "401 bad bad bad bad bad bad bad",
+    ("/api/projects/{pk}/", "GET"): "401 ok 404 ok ok 404 404 ok",
+    ("/api/projects/{pk}/", "PATCH"): "401 403 404 403 ok 404 404 ok",
+    ("/api/projects/{pk}/calibration/", "POST"): "401 403 404 403 bad 404 404 bad",
+    ("/api/projects/{pk}/images/", "GET"): "401 403 404 ok ok 404 404 ok",
+    ("/api/projects/{pk}/imports/", "GET"): "401 403 404 403 ok 404 404 ok",
+    ("/api/projects/{pk}/imports/", "POST"): "401 403 404 403 bad 404 404 bad",
+    ("/api/projects/{pk}/jobs/", "GET"): "401 403 404 403 ok 404 404 ok",
+    ("/api/projects/{pk}/members/", "GET"): "401 403 404 403 ok 404 404 ok",
+    ("/api/projects/{pk}/members/", "POST"): "401 403 404 403 bad 404 404 bad",
+    ("/api/projects/{pk}/phases/", "GET"): "401 ok 404 ok ok 404 404 ok",
+    ("/api/imports/{pk}/", "GET"): "401 403 404 403 ok 404 404 ok",
+    ("/api/images/{pk}/", "GET"): "401 403 404 ok ok 404 404 ok",
+    ("/api/images/{pk}/labels/", "GET"): "401 403 404 403 ok 404 404 ok",
+    ("/api/images/{pk}/relabel/", "POST"): "401 403 404 403 bad 404 404 bad",
+    ("/api/phases/{pk}/", "GET"): "401 ok 404 ok ok 404 404 ok",
+    ("/api/phases/{pk}/close/", "POST"): "401 403 404 403 ok 404 404 ok",
+    ("/api/phases/{pk}/labels/", "GET"): "401 ok 404 403 403 404 404 404",
+    ("/api/phases/{pk}/labels/", "POST"): "401 bad 404 403 403 404 404 404",
+    ("/api/phases/{pk}/labels-import/", "POST"): "401 403 404 403 bad 404 404 bad",
+    ("/api/phases/{pk}/labels-per-image/", "POST"): "401 403 404 403 bad 404 404 bad",
+    ("/api/phases/{pk}/next/", "GET"): "401 ok 404 403 403 404 404 404",
+    ("/api/phases/{pk}/open/", "POST"): "401 403 404 403 bad 404 404 bad",
+    ("/api/phases/{pk}/progress/", "GET"): "401 ok 404 403 ok 404 404 ok",
+    ("/api/phases/{pk}/reflection/", "GET"): "401 404 404 403 403 404 404 404",
+    ("/api/phases/{pk}/reflection/", "PUT"): "401 ok 404 403 403 404 404 404",
+    ("/api/phases/{pk}/reflections/", "GET"): "401 403 404 403 ok 404 404 ok",
+    ("/api/phases/{pk}/review/", "GET"): "401 403 404 403 ok 404 404 ok",
+    ("/api/labels/{pk}/", "GET"): "401 403 404 403 ok 404 404 ok",
+    ("/api/labels/{pk}/corrections/", "POST"): "401 403 404 403 bad 404 404 bad",
+    ("/api/labels/{pk}/revisions/", "GET"): "401 403 404 403 ok 404 404 ok",
+    ("/api/jobs/{pk}/", "GET"): "401 403 404 403 ok 404 404 ok",
+    ("/api/", "GET"): "401 ok ok ok ok ok ok ok",
+    ("/api/", "POST"): "401 405 405 405 405 405 405 405",
+    ("/projects/{pk}/consensus/", "GET"): "login 404 404 404 ok 404 404 ok",
+    ("/projects/{pk}/consensus/", "POST"): "login 404 404 404 ok 404 404 ok",
+    ("/projects/{pk}/consensus/images/", "GET"): "login 404 404 404 ok 404 404 ok",
+    ("/projects/{pk}/consensus/images/", "POST"): "login 404 404 404 ok 404 404 ok",
+    ("/projects/{pk}/consensus/plots/{name}.{fmt}", "GET"): "login 404 404 404 ok 404 404 ok",
+    ("/projects/{pk}/consensus/plots/{name}.{fmt}", "POST"): "login 404 404 404 ok 404 404 ok",
+    ("/api/projects/{pk}/consensus/", "GET"): "401 404 404 404 ok 404 404 ok",
+    ("/api/projects/{pk}/consensus/images/", "GET"): "401 404 404 404 ok 404 404 ok",
+    ("/projects/{pk}/baselines/", "GET"): "login 404 404 404 ok 404 404 ok",
+    ("/projects/{pk}/baselines/", "POST"): "login 405 405 405 405 405 405 405",
+    ("/projects/{pk}/baselines/run/", "GET"): "login 405 405 405 405 405 405 405",
+    ("/projects/{pk}/baselines/run/", "POST"): "login 404 404 404 redirect 404 404 redirect",
+    ("/projects/{pk}/baselines/compare/", "GET"): "login 404 404 404 ok 404 404 ok",
+    ("/projects/{pk}/baselines/compare/", "POST"): "login 405 405 405 405 405 405 405",
+    ("/projects/{pk}/baselines/plots/{plot}.{fmt}", "GET"): "login 404 404 404 ok 404 404 ok",
+    ("/projects/{pk}/baselines/plots/{plot}.{fmt}", "POST"): "login 405 405 405 405 405 405 405",
+    ("/projects/{pk}/baselines/images/{image_id}/", "GET"): "login 404 404 404 ok 404 404 ok",
+    ("/projects/{pk}/baselines/images/{image_id}/", "POST"): "login 405 405 405 405 405 405 405",
+    ("/projects/{pk}/baselines/jobs/", "GET"): "login 404 404 404 ok 404 404 ok",
+    ("/projects/{pk}/baselines/jobs/", "POST"): "login 405 405 405 405 405 405 405",
+    ("/projects/{pk}/baselines/jobs/{job_id}/", "GET"): "login 404 404 404 ok 404 404 ok",
+    ("/projects/{pk}/baselines/jobs/{job_id}/", "POST"): "login 405 405 405 405 405 405 405",
+    ("/projects/{pk}/baselines/jobs/{job_id}/retry/", "GET"): "login 405 405 405 405 405 405 405",
+    ("/projects/{pk}/baselines/jobs/{job_id}/retry/", "POST"): "login 404 404 404 redirect 404 404 redirect",
+    ("/baselines/{pk}/overlay.png", "GET"): "login 404 404 404 ok 404 404 ok",
+    ("/baselines/{pk}/overlay.png", "POST"): "login 405 405 405 405 405 405 405",
+    ("/api/projects/{pk}/baselines/", "GET"): "401 404 404 404 ok 404 404 ok",
+    ("/api/projects/{pk}/baselines/run/", "POST"): "401 404 404 404 ok 404 404 ok",
+    ("/api/projects/{pk}/baselines/comparison/", "GET"): "401 404 404 404 ok 404 404 ok",
+    ("/", "GET"): "login ok ok ok ok ok ok ok",
+    ("/", "POST"): "login ok ok ok ok ok ok ok",
+    ("/healthz", "GET"): "ok ok ok ok ok ok ok ok",
+    ("/healthz", "POST"): "ok ok ok ok ok ok ok ok",
+    ("/login/", "GET"): "ok ok ok ok ok ok ok ok",
+    ("/login/", "POST"): "ok ok ok ok ok ok ok ok",
+    ("/logout/", "GET"): "405 405 405 405 405 405 405 405",
+    ("/logout/", "POST"): "login login login login login login login login",
+    ("/projects/new/", "GET"): "login 404 404 404 ok ok ok ok",
+    ("/projects/new/", "POST"): "login 404 404 404 ok ok ok ok",
+    ("/projects/{pk}/", "GET"): "login 404 404 ok ok 404 404 ok",
+    ("/projects/{pk}/", "POST"): "login 404 404 ok ok 404 404 ok",
+    ("/projects/{pk}/settings/", "GET"): "login 404 404 404 ok 404 404 ok",
+    ("/projects/{pk}/settings/", "POST"): "login 404 404 404 ok 404 404 ok",
+    ("/projects/{pk}/images/", "GET"): "login 404 404 ok ok 404 404 ok",
+    ("/projects/{pk}/images/", "POST"): "login 404 404 ok ok 404 404 ok",
+    ("/projects/{pk}/import/", "GET"): "login 404 404 404 ok 404 404 ok",
+    ("/projects/{pk}/import/", "POST"): "login 404 404 404 ok 404 404 ok",
+    ("/projects/{pk}/imports/{batch_id}/", "GET"): "login 404 404 404 ok 404 404 ok",
+    ("/projects/{pk}/imports/{batch_id}/", "POST"): "login 404 404 404 ok 404 404 ok",
+    ("/projects/{pk}/members/", "GET"): "login 404 404 404 ok 404 404 ok",
+    ("/projects/{pk}/members/", "POST"): "login 404 404 404 ok 404 404 ok",
+    ("/projects/{pk}/examples/", "GET"): "login 404 404 404 ok 404 404 ok",
+    ("/projects/{pk}/examples/", "POST"): "login 404 404 404 redirect 404 404 redirect",
+    ("/projects/{pk}/calibration/", "GET"): "login 404 404 404 ok 404 404 ok",
+    ("/projects/{pk}/calibration/", "POST"): "login 404 404 404 ok 404 404 ok",
+    ("/images/{pk}/", "GET"): "login 404 404 ok ok 404 404 ok",
+    ("/images/{pk}/", "POST"): "login 404 404 ok ok 404 404 ok",
+    ("/images/{pk}/file/{kind}/", "GET"): "login ok 404 ok ok 404 404 ok",
+    ("/images/{pk}/file/{kind}/", "POST"): "405 405 405 405 405 405 405 405",
+    ("/phases/{pk}/", "GET"): "login 404 404 404 ok 404 404 ok",
+    ("/phases/{pk}/", "POST"): "login 404 404 404 redirect 404 404 redirect",
+    ("/phases/{pk}/review/", "GET"): "login 404 404 404 ok 404 404 ok",
+    ("/phases/{pk}/review/", "POST"): "login 404 404 404 ok 404 404 ok",
+    ("/phases/{pk}/label/", "GET"): "login ok 404 404 404 404 404 404",
+    ("/phases/{pk}/label/", "POST"): "login ok 404 404 404 404 404 404",
+    ("/phases/{pk}/reflection/", "GET"): "login ok 404 404 404 404 404 404",
+    ("/phases/{pk}/reflection/", "POST"): "login redirect 404 404 404 404 404 404",
+}
+
+
+# --------------------------------------------------------------------------
+# The cells: routes from the URLconf, methods from the OpenAPI schema
+# --------------------------------------------------------------------------
+
+
+def _walk(patterns, prefix=""):
+    for p in patterns:
+        if isinstance(p, URLResolver):
+            yield from _walk(p.url_patterns, prefix + str(p.pattern))
+        elif isinstance(p, URLPattern):
+            yield prefix + str(p.pattern), p
+
+
+def template_of(raw: str) -> str | None:
+    """``api/^projects/(?P<pk>[^/.]+)/$`` and ``projects/<int:pk>/`` -> ``/api/projects/{pk}/``, ``/projects/{pk}/``."""
+    text = re.sub(r"\(\?P<(\w+)>[^)]*\)", r"{\1}", raw)
+    text = re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", text)
+    if "{format}" in text:
+        return None  # a format-suffix twin of another route
+    text = text.replace("^", "").replace("$", "").replace("\\.", ".")
+    return "/" + text
+
+
+def _shape(template: str) -> str:
+    return re.sub(r"\{\w+\}", "{}", template)
+
+
+@cache
+def cells() -> tuple[tuple[str, str], ...]:
+    from drf_spectacular.generators import SchemaGenerator
+
+    templates = []
+    for raw, _pattern in _walk(get_resolver().url_patterns):
+        if raw.startswith("admin/"):
+            continue
+        template = template_of(raw)
+        if template is not None and template not in templates:
+            templates.append(template)
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    methods = {_shape(path): tuple(m.upper() for m in ops) for path, ops in schema["paths"].items()}
+    unrouted = set(methods) - {_shape(t) for t in templates}
+    assert not unrouted, f"schema paths without a route: {sorted(unrouted)}"
+    return tuple((t, m) for t in templates for m in methods.get(_shape(t), PAGE_METHODS))
+
+
+# --------------------------------------------------------------------------
+# One world: a project with a lead, a reviewer and labelers, another project, staff
+# --------------------------------------------------------------------------
+
+
+def build_world() -> dict:
+    add_project = Permission.objects.get(codename="add_project", content_type__app_label="labeling")
+    users = {}
+    for role in ROLES[1:]:
+        users[role] = UserFactory(
+            username=f"matrix-{role}", is_staff=role in ("staff", "superuser"), is_superuser=role == "superuser"
+        )
+    for role in ("lead", "lead_other"):
+        users[role].user_permissions.add(add_project)
+    project = ProjectFactory(created_by=users["lead"])
+    other = ProjectFactory(created_by=users["lead_other"])
+    labeler = MembershipFactory(project=project, user=users["labeler"], pseudonym="L1")
+    helpers = [MembershipFactory(project=project, pseudonym=f"L{i}") for i in (2, 3)]
+    MembershipFactory(project=project, user=users["reviewer"], role=Membership.Role.REVIEWER, pseudonym="R1")
+    MembershipFactory(project=other, user=users["labeler_other"], pseudonym="L1")
+    files = [(f"m{i}.png", io.BytesIO(png_bytes(colour=(40 * i, 120, 80)))) for i in range(1, 5)]
+    batch = import_files(project=project, files=files, user=users["lead"])
+    phase = open_calibration_1(project, size=4, cal1=4, labels_per_image=3)
+    for m in (labeler, *helpers):
+        for tone, a in enumerate(phase.assignments.filter(labeler=m).order_by("position"), start=3):
+            submit(phase, m, a.image_id, tones=[tone])
+    label = phase.labels.filter(labeler=labeler).order_by("id").first()
+    image = label.image
+    job = Job.objects.create(project=project, kind=Job.Kind.BASELINE, status=Job.Status.DONE, total=1, done=1)
+    parameters = baseline_services.baseline_parameters_effective(project)
+    baseline = ImageBaseline.objects.create(
+        image=image,
+        parameters=parameters,
+        parameters_hash=baseline_services.baseline_parameters_hash(parameters),
+        code_version=baseline_services.BASELINE_CODE_VERSION,
+        status=ImageBaseline.Status.OK,
+        ita_median=40.0,
+        lightness_median=60.0,
+        b_median=20.0,
+        albedo=0.3,
+        albedo_normalized=0.35,
+        ita_class="intermediate",
+        overlay=ContentFile(png_bytes(), name="matrix-overlay.png"),
+        job=job,
+    )
+    by_segment = {
+        "projects": project.pk,
+        "images": image.pk,
+        "phases": phase.pk,
+        "labels": label.pk,
+        "imports": batch.pk,
+        "jobs": job.pk,
+        "scales": project.scale_id,
+        "baselines": baseline.pk,
+    }
+    values = {
+        "image_id": image.pk,
+        "batch_id": batch.pk,
+        "job_id": job.pk,
+        "kind": "display",
+        "name": "kappa_heatmap",
+        "plot": "scatter",
+        "fmt": "png",
+    }
+    return {"users": users, "by_segment": by_segment, "values": values}
+
+
+def url_for(template: str, world: dict) -> str:
+    parts = template.split("/")
+    out = []
+    for i, part in enumerate(parts):
+
+        def fill(match, previous=parts[i - 1] if i else ""):
+            name = match.group(1)
+            if name == "pk":
+                return str(world["by_segment"][previous])
+            return str(world["values"][name])
+
+        out.append(re.sub(r"\{(\w+)\}", fill, part))
+    return "/".join(out)
+
+
+def answer(response) -> str:
+    code = response.status_code
+    if 200 <= code < 300:
+        return "ok"
+    if code in (301, 302, 303, 307, 308):
+        location = response.headers.get("Location", "")
+        return "login" if location.split("?")[0] == resolve_url(settings.LOGIN_URL) else "redirect"
+    if code == 400:
+        return "bad"
+    return str(code)
+
+
+def ask(user, method: str, url: str) -> str:
+    client = Client()
+    if user is not None:
+        client.force_login(user)
+    if method == "GET":
+        return answer(client.get(url))
+    if method == "POST":
+        return answer(client.post(url, {}))
+    return answer(getattr(client, method.lower())(url, "{}", content_type="application/json"))
+
+
+def observe(role: str, world: dict) -> dict[tuple[str, str], str]:
+    from django.core.cache import cache as django_cache
+
+    user = world["users"].get(role)
+    observed = {}
+    for template, method in cells():
+        django_cache.clear()  # membership cache, login brakes, throttles: every cell starts alike
+        with transaction.atomic():
+            observed[(template, method)] = ask(user, method, url_for(template, world))
+            transaction.set_rollback(True)
+    return observed
+
+
+# --------------------------------------------------------------------------
+# Tests
+# --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def media_root(settings, tmp_path):
+    settings.MEDIA_ROOT = str(tmp_path / "media")
+
+
+def test_every_route_and_method_has_designed_answers():
+    generated = set(cells())
+    missing = sorted(generated - set(EXPECTED))
+    gone = sorted(set(EXPECTED) - generated)
+    assert not missing, f"routes without an entry in EXPECTED (design their answers): {missing}"
+    assert not gone, f"entries in EXPECTED without a route: {gone}"
+    assert all(len(answers.split()) == len(ROLES) for answers in EXPECTED.values())
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("role", ROLES)
+def test_authorization_matrix(role, media_root):
+    world = build_world()
+    observed = observe(role, world)
+    column = ROLES.index(role)
+    if dump := os.environ.get("FAIRTONE_MATRIX_DUMP"):
+        with open(f"{dump}.{role}", "w") as out:
+            for (template, method), got in observed.items():
+                out.write(f"{template}\t{method}\t{got}\n")
+    expected = {cell: answers.split()[column] for cell, answers in EXPECTED.items()}
+    changed = [
+        f"{method} {template}: expected {expected[(template, method)]}, got {got}"
+        for (template, method), got in observed.items()
+        if (template, method) in expected and expected[(template, method)] != got
+    ]
+    assert not changed, f"{role}: " + "; ".join(changed)
