@@ -1,4 +1,4 @@
-"""Benchmark labeling.colorimetry.measure_image on a 12-megapixel JPEG.
+"""Benchmark colorimetry.measure_image on a 12-megapixel JPEG.
 
 Run: ``python bench/bench_colorimetry.py [--width 4000 --height 3000]``.
 
@@ -29,7 +29,7 @@ from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from labeling.colorimetry import DEFAULT_MAX_PIXELS, detect_skin, measure_image
+from colorimetry import DEFAULT_MAX_PIXELS, detect_skin, measure_image
 
 
 def _smooth_noise(rng: np.random.Generator, shape: tuple[int, int], cells: int) -> np.ndarray:

@@ -1,3 +1,6 @@
+# Over 600 lines on purpose: the module is one class, MetricFrame, and the value and metric
+# types it returns (MetricValue, CountMetric). Its bootstrap, derived values and by_group table
+# share the frame's state and are read together against Fairlearn's semantics described below.
 """Disaggregated metrics by group and by intersections of groups, with honest edge cases.
 
 The semantics follow Fairlearn's ``MetricFrame`` (Weerts et al., "Fairlearn: Assessing and

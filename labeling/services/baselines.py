@@ -33,6 +33,9 @@ from django.db.models import F, QuerySet
 from django.utils import timezone
 from PIL import Image as PILImage
 
+from metrics.correlation import spearman_bootstrap
+from metrics.rounding import round_half_up
+
 from .. import colorimetry
 from ..colorimetry import (
     ALGORITHM_VERSION,
@@ -737,108 +740,8 @@ def baseline_summary(project: Project) -> dict[str, Any]:
 # --- comparison with human labels -------------------------------------------------
 
 
-def spearman_bootstrap(
-    x: Sequence[float],
-    y: Sequence[float],
-    *,
-    n_resamples: int = BOOTSTRAP_RESAMPLES,
-    seed: int = BOOTSTRAP_SEED,
-    confidence: float = BOOTSTRAP_CONFIDENCE,
-) -> dict[str, Any]:
-    """Spearman's rho with a percentile bootstrap interval over the paired items.
-
-    Parameters
-    ----------
-    x, y : sequence of float
-        Paired values (one pair per image).
-    n_resamples : int
-        Bootstrap resamples (pairs drawn with replacement).
-    seed : int
-        Seed of ``numpy.random.default_rng``.
-    confidence : float
-        Coverage of the interval.
-
-    Returns
-    -------
-    dict
-        ``n``, ``rho``, ``p_value`` (scipy's), ``ci_low``, ``ci_high``,
-        ``n_resamples``, ``seed``, ``confidence``; statistics are None when
-        undefined (fewer than 3 pairs or a constant variable). Resamples that are
-        constant are left out of the interval.
-
-    Examples
-    --------
-    >>> r = spearman_bootstrap([1, 2, 3, 4, 5], [5, 6, 7, 8, 7], n_resamples=200, seed=0)
-    >>> round(r["rho"], 4)
-    0.8208
-    """
-    from scipy import stats as scipy_stats
-
-    xs = np.asarray(x, dtype=float)
-    ys = np.asarray(y, dtype=float)
-    result: dict[str, Any] = {
-        "n": int(xs.size),
-        "rho": None,
-        "p_value": None,
-        "ci_low": None,
-        "ci_high": None,
-        "n_resamples": n_resamples,
-        "seed": seed,
-        "confidence": confidence,
-    }
-    if xs.size < 3 or np.ptp(xs) == 0 or np.ptp(ys) == 0:
-        return result
-    test = scipy_stats.spearmanr(xs, ys)
-    result["rho"], result["p_value"] = float(test.statistic), float(test.pvalue)
-    rng = np.random.default_rng(seed)
-    rhos = []
-    # Chunks keep the (resamples x n) arrays to a few MB for large projects.
-    chunk = max(1, min(n_resamples, 1_000_000 // xs.size))
-    for start in range(0, n_resamples, chunk):
-        rows = min(chunk, n_resamples - start)
-        index = rng.integers(0, xs.size, size=(rows, xs.size))
-        # How often each image is drawn; a resample is the originals weighted by it.
-        counts = np.bincount((index + xs.size * np.arange(rows)[:, None]).ravel(), minlength=rows * xs.size)
-        counts = counts.reshape(rows, xs.size).astype(float)
-        rx = _resample_ranks(xs, counts)
-        ry = _resample_ranks(ys, counts)
-        mx = (counts * rx).sum(axis=1, keepdims=True) / xs.size
-        my = (counts * ry).sum(axis=1, keepdims=True) / xs.size
-        dx, dy = rx - mx, ry - my
-        denominator = np.sqrt((counts * dx * dx).sum(axis=1) * (counts * dy * dy).sum(axis=1))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            rhos.append((counts * dx * dy).sum(axis=1) / denominator)
-    values = np.concatenate(rhos)
-    values = values[np.isfinite(values)]
-    if values.size:
-        alpha = (1.0 - confidence) / 2.0
-        low, high = np.quantile(values, [alpha, 1.0 - alpha])
-        result["ci_low"], result["ci_high"] = float(low), float(high)
-    return result
-
-
 #: What the mean label is compared with (keys of the comparison's ``correlations``).
 COMPARISON_MEASURES = ("ita", "apparent_albedo", "apparent_albedo_normalized")
-
-
-def _resample_ranks(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Average ranks (1-based, ties averaged) of ``values`` in each weighted resample.
-
-    ``counts[b, j]`` is how often item ``j`` is in resample ``b``. Equal values
-    (including copies of one item) share the mean of the ranks they occupy, as in
-    ``scipy.stats.rankdata``; computed in O(n) per resample from cumulative counts
-    instead of sorting every resample.
-    """
-    unique, inverse = np.unique(values, return_inverse=True)
-    order = np.argsort(inverse, kind="stable")
-    starts = np.flatnonzero(np.r_[True, np.diff(inverse[order]) != 0])
-    group_counts = np.add.reduceat(counts[:, order], starts, axis=1)
-    group_ranks = np.cumsum(group_counts, axis=1) - (group_counts - 1.0) / 2.0
-    return group_ranks[:, inverse]
-
-
-def _round_half_up(value: float) -> int:
-    return int(math.floor(value + 0.5))
 
 
 def baseline_comparison(
@@ -865,14 +768,14 @@ def baseline_comparison(
     exclude_flagged : bool
         Leave out images with any quality flag.
     n_resamples, seed : int
-        Bootstrap settings of :func:`spearman_bootstrap`.
+        Bootstrap settings of :func:`metrics.correlation.spearman_bootstrap`.
 
     Returns
     -------
     dict
         ``points`` (one dict per image), ``correlations`` (``ita``,
         ``apparent_albedo``, ``apparent_albedo_normalized``:
-        :func:`spearman_bootstrap` results of the mean label against each),
+        :func:`metrics.correlation.spearman_bootstrap` results of the mean label against each),
         ``by_tone`` (ITA values per consensus tone) and ``disagreements``
         (largest absolute differences between the rank of the mean label and
         the rank of ITA reversed, since a deeper tone has a lower ITA).
@@ -905,7 +808,7 @@ def baseline_comparison(
                 "baseline_id": row.id,
                 "mean_label": float(np.mean(image_values)),
                 "median_label": float(np.median(image_values)),
-                "consensus_tone": _round_half_up(float(np.median(image_values))),
+                "consensus_tone": round_half_up(float(np.median(image_values))),
                 "n_labels": len(image_values),
                 "ita": row.ita_median,
                 "ita_class": row.ita_class,
@@ -919,7 +822,11 @@ def baseline_comparison(
     for measure in COMPARISON_MEASURES:
         pairs = [(p["mean_label"], p[measure]) for p in points if p[measure] is not None]
         correlations[measure] = spearman_bootstrap(
-            [a for a, _ in pairs], [b for _, b in pairs], n_resamples=n_resamples, seed=seed
+            [a for a, _ in pairs],
+            [b for _, b in pairs],
+            n_resamples=n_resamples,
+            seed=seed,
+            confidence=BOOTSTRAP_CONFIDENCE,
         )
     by_tone: dict[int, list[float]] = {}
     for p in points:

@@ -2,10 +2,9 @@
 
 from collections import defaultdict
 
-from ..models import Label, Phase
+from metrics.agreement import OUTLIER_DISTANCE, outlier_labels
 
-# A selection this far (in tones) from every other labeler's on the same image is an outlier.
-OUTLIER_DISTANCE = 2.0
+from ..models import Label, Phase
 
 
 def review_candidates(phase: Phase, *, outlier_distance: float = OUTLIER_DISTANCE, limit: int = 500) -> dict:
@@ -14,7 +13,9 @@ def review_candidates(phase: Phase, *, outlier_distance: float = OUTLIER_DISTANC
     For the post-calibration phase, every earlier phase's labels are reviewed;
     for another phase, its own. Repeated (test-retest) labels are left out. An
     image is listed when a selection is at least ``outlier_distance`` tones from
-    every other labeler's value, or it has skips, uncertain or invalid labels.
+    every other labeler's value in the same phase (the rule of
+    :func:`metrics.agreement.outlier_labels`), or it has skips, uncertain or
+    invalid labels.
     """
     project = phase.project
     if phase.kind == Phase.Kind.POST_CALIBRATION:
@@ -36,10 +37,10 @@ def review_candidates(phase: Phase, *, outlier_distance: float = OUTLIER_DISTANC
         for label in image_labels:
             by_phase[label.phase_id].append(label)
         for phase_labels in by_phase.values():
-            values = [(lab, lab.value) for lab in phase_labels if lab.value is not None]
-            for lab, v in values:
-                others = [w for other, w in values if other.pk != lab.pk]
-                if others and min(abs(v - w) for w in others) >= outlier_distance:
+            valued = [lab for lab in phase_labels if lab.value is not None]
+            far = outlier_labels([lab.value for lab in valued], distance=outlier_distance)
+            for lab, is_outlier in zip(valued, far, strict=True):
+                if is_outlier:
                     reasons.append(f"{lab.labeler.pseudonym}'s {lab.selection_text} is far from every other label")
         if any(lab.skip_reason for lab in image_labels):
             reasons.append("skipped by " + ", ".join(lab.labeler.pseudonym for lab in image_labels if lab.skip_reason))

@@ -371,20 +371,6 @@ def test_comparison_matches_scipy_spearman_on_the_same_data(labelled):
     assert svc.baseline_comparison(project=project, phase=main)["points"] == []
 
 
-def test_spearman_bootstrap_interval_matches_a_direct_bootstrap():
-    rng = np.random.default_rng(3)
-    x = rng.integers(1, 6, size=25).astype(float)  # ordinal labels: many ties
-    y = -8.0 * x + rng.normal(scale=6.0, size=25)
-    result = svc.spearman_bootstrap(x, y, n_resamples=400, seed=11)
-    # The same resamples drawn by hand and scored with scipy.
-    draws = np.random.default_rng(11).integers(0, 25, size=(400, 25))
-    rhos = np.array([scipy_stats.spearmanr(x[i], y[i]).statistic for i in draws])
-    low, high = np.quantile(rhos[np.isfinite(rhos)], [0.025, 0.975])
-    assert result["ci_low"] == pytest.approx(low, abs=1e-12)
-    assert result["ci_high"] == pytest.approx(high, abs=1e-12)
-    assert svc.spearman_bootstrap([1, 2], [2, 1])["rho"] is None
-
-
 # --- pages, API, permissions --------------------------------------------------------
 
 

@@ -197,11 +197,3 @@ def test_id_rejects_undefined_recall_naming_the_cell():
 def test_id_needs_two_groups():
     with pytest.raises(ValueError, match="two"):
         overall_disparity([[0.5], [0.4]])
-
-
-def test_docstring_examples():
-    import doctest
-
-    import metrics.dataset_bias
-
-    assert doctest.testmod(metrics.dataset_bias).failed == 0

@@ -172,11 +172,3 @@ def test_cleam_clips_impossible_observations_but_keeps_raw():
 def test_cleam_undefined_for_chance_level_classifier():
     with pytest.raises(ValueError, match="chance"):
         cleam_correct(0.5, 0.5, 0.5)
-
-
-def test_docstring_examples():
-    import doctest
-
-    import metrics.discrepancy
-
-    assert doctest.testmod(metrics.discrepancy).failed == 0

@@ -148,11 +148,3 @@ def test_embedding_fairness_bundles_all_metrics_and_finds_worst_group():
     assert report.recall_at_k.worst_group == "deep"
     assert report.alignment.worst_group == "deep"
     assert report.recall_at_k.gap > 0
-
-
-def test_docstring_examples():
-    import doctest
-
-    import metrics.embedding
-
-    assert doctest.testmod(metrics.embedding).failed == 0

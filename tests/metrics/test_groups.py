@@ -372,11 +372,3 @@ def test_never_crashes_and_is_invariant_to_group_label_order(rows, rnd):
                     assert left.value >= 0
         table = base.by_group
         assert (table[name].isna() == table[f"{name}_reason"].notna()).all()
-
-
-def test_docstring_examples():
-    import doctest
-
-    import metrics.groups
-
-    assert doctest.testmod(metrics.groups).failed == 0

@@ -1,8 +1,5 @@
 """Tests of metrics.unfairness against scipy.stats and scikit-learn's DBSCAN."""
 
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 from scipy import stats
@@ -260,9 +257,3 @@ def test_intersectional_errors():
         intersectional_unfairness([1.0, 2.0], np.zeros((3, 2)))
     with pytest.raises(ValueError, match="NaN"):
         intersectional_unfairness([1.0, 2.0], [[0.0, np.nan], [1.0, 1.0]])
-
-
-def test_import_does_not_load_django():
-    code = "import sys, metrics, metrics.unfairness; print('django' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"

@@ -1,4 +1,4 @@
-"""Tests for labeling.colorimetry (pure NumPy/Pillow, no database).
+"""Tests for the colorimetry package (pure NumPy/Pillow, no database).
 
 References: scikit-image's rgb2lab (float64, D65, 2 degree observer), the
 Monk Skin Tone swatch table of DOMAIN.md section 3, Pillow's own decoders.
@@ -17,8 +17,8 @@ import pytest
 from PIL import Image
 from skimage.color import rgb2lab
 
-from labeling import colorimetry
-from labeling.colorimetry import (
+import colorimetry
+from colorimetry import (
     FITZPATRICK_ITA_CHARDON_CLASSES,
     FITZPATRICK_ITA_KINYANJUI_2020,
     ImageDecodeError,
@@ -583,7 +583,16 @@ def test_mask_is_resized_to_analysed_size(tmp_path: Path) -> None:
     assert stats["parameters"]["skin_detector"] == "mask"
 
 
-def test_module_does_not_import_django() -> None:
+def test_labeling_colorimetry_is_the_same_code() -> None:
+    """``labeling.colorimetry`` is the public contract path: it re-exports this package's names."""
+    from labeling.colorimetry import measure_image as contract_measure_image
+    from labeling.colorimetry import skin_tone_stats as contract_skin_tone_stats
+
+    assert contract_measure_image is measure_image
+    assert contract_skin_tone_stats is skin_tone_stats
+
+
+def test_contract_path_does_not_import_django_or_skimage() -> None:
     code = (
         "import sys, labeling.colorimetry; "
         "assert 'django' not in sys.modules, 'django imported'; "

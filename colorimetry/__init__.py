@@ -1,0 +1,68 @@
+"""Colorimetric skin-tone baseline: ITA and apparent albedo from photos.
+
+A pure package (NumPy and Pillow): it never imports Django or the ``labeling``
+app, so it can be tested, benchmarked and reused on its own
+(``tests/metrics/test_pure_packages.py`` imports every module in a
+subprocess and checks that). The Django app reaches it through
+``labeling.colorimetry``, which re-exports the same public names.
+
+What is computed
+----------------
+For the skin pixels of one photo (from a mask, or the rule-based detector of
+``skin``): CIELAB exactly as :func:`skimage.color.rgb2lab` (``color``), the
+per-pixel ITA (individual typology angle) with its median and quartiles, the
+ITA class and an estimated Fitzpatrick type (``classes``), the apparent albedo
+(mean relative luminance, also normalised by an estimate of the image white)
+and quality flags (``stats``: definitions and thresholds).
+
+Results are JSON-safe: Python floats, ints, strings, lists and dicts;
+statistics that are undefined (no skin pixels) are ``None``.
+
+Layout
+------
+Import from ``colorimetry`` (the names in ``__all__``); the modules follow the
+steps of a measurement:
+
+* ``decode``: image file -> oriented, reduced 8-bit sRGB array (and mask);
+* ``skin``: the rule-based skin detector (used without a mask);
+* ``color``: sRGB -> CIELAB, relative luminance, the ITA angle;
+* ``classes``: ITA classes and ITA -> Fitzpatrick tables;
+* ``stats``: statistics and quality flags of an RGB array;
+* ``measure``: :func:`measure_image`, decode then statistics;
+* ``errors``: the exceptions.
+"""
+
+from .classes import (
+    FITZPATRICK_ITA_CHARDON_CLASSES,
+    FITZPATRICK_ITA_KINYANJUI_2020,
+    ITA_CLASSES,
+    FitzpatrickMapping,
+    classify_ita,
+    fitzpatrick_from_ita,
+)
+from .color import ita_degrees, srgb_to_lab
+from .decode import DEFAULT_MAX_PIXELS, DecodedImage, decode_image
+from .errors import ImageDecodeError, MaskSizeError
+from .measure import measure_image
+from .skin import detect_skin
+from .stats import ALGORITHM_VERSION, skin_tone_stats
+
+__all__ = [
+    "ALGORITHM_VERSION",
+    "DEFAULT_MAX_PIXELS",
+    "FITZPATRICK_ITA_CHARDON_CLASSES",
+    "FITZPATRICK_ITA_KINYANJUI_2020",
+    "ITA_CLASSES",
+    "DecodedImage",
+    "FitzpatrickMapping",
+    "ImageDecodeError",
+    "MaskSizeError",
+    "classify_ita",
+    "decode_image",
+    "detect_skin",
+    "fitzpatrick_from_ita",
+    "ita_degrees",
+    "measure_image",
+    "skin_tone_stats",
+    "srgb_to_lab",
+]

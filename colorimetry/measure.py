@@ -1,0 +1,80 @@
+"""Measuring skin tone in an image file: decode, then statistics."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .decode import DEFAULT_MAX_PIXELS, decode_image
+from .stats import skin_tone_stats
+
+__all__ = ["measure_image"]
+
+
+def measure_image(
+    path: str | os.PathLike[str],
+    mask_path: str | os.PathLike[str] | None = None,
+    *,
+    max_pixels: int = DEFAULT_MAX_PIXELS,
+    **options: Any,
+) -> dict[str, Any]:
+    """Measure skin tone in an image file, optionally restricted by a mask file.
+
+    The file is decoded by :func:`colorimetry.decode.decode_image` (at most
+    ``max_pixels`` analysed pixels, EXIF orientation applied, converted to
+    8-bit sRGB; see there), then measured by
+    :func:`colorimetry.stats.skin_tone_stats`. Fully transparent pixels are
+    excluded from the automatic skin detector.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Image file.
+    mask_path : str or os.PathLike, optional
+        Skin mask file, any mode, same size as the EXIF-oriented image (its
+        own EXIF orientation, if any, is applied too). A pixel is skin when
+        any colour band is nonzero and, for modes with alpha, alpha is
+        nonzero. It is resized to the analysed size with nearest-neighbour
+        sampling (masks are binary).
+    max_pixels : int
+        Cap on the number of analysed pixels.
+    **options
+        Keyword arguments of :func:`skin_tone_stats` (thresholds, mapping).
+
+    Returns
+    -------
+    dict
+        The mapping of :func:`skin_tone_stats` plus ``width`` and ``height``
+        (oriented, full resolution), ``analysed_width``, ``analysed_height``
+        and ``decode`` (format, mode, JPEG draft scale, reduce factor, EXIF
+        orientation, ICC handling).
+
+    Raises
+    ------
+    ImageDecodeError
+        The image or mask file is corrupt, truncated or not an image.
+    MaskSizeError
+        The mask's size differs from the oriented image's size (checked from
+        the file headers, before decoding).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from PIL import Image
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     p = pathlib.Path(tmp) / "patch.png"
+    ...     Image.new("RGB", (8, 8), (0xD7, 0xBD, 0x96)).save(p)
+    ...     stats = measure_image(p)
+    >>> round(stats["ita_median"], 2), stats["width"], stats["flags"]
+    (50.32, 8, [])
+    """
+    decoded = decode_image(path, mask_path, max_pixels=max_pixels)
+    result = skin_tone_stats(decoded.rgb, decoded.mask, _opaque=decoded.opaque, **options)
+    result.update(
+        width=decoded.width,
+        height=decoded.height,
+        analysed_width=decoded.rgb.shape[1],
+        analysed_height=decoded.rgb.shape[0],
+        decode=decoded.decode,
+    )
+    return result

@@ -1,0 +1,90 @@
+"""Inter-labeler agreement statistics for ordinal skin-tone labels.
+
+Pure NumPy/SciPy/pandas; this package never imports Django.
+
+Conventions
+-----------
+* ``reliability_data`` is a *labelers x items* array with ``NaN`` for a missing
+  label, the convention of the ``krippendorff`` package on PyPI.
+* A label is a number: the tone number, or the midpoint of two adjacent tones
+  (a labeler who picked tones 3 and 4 gives 3.5).
+* Functions return ``NaN`` (or a result object whose ``n`` is 0 or small) when
+  there is too little data, so that the UI can say "too little data"; they do
+  not raise on degenerate input and do not leak NumPy warnings.
+
+Krippendorff's alpha is computed from an *items x values* count matrix (how many
+labelers gave each value to each item), which one database aggregate can
+supply, via the coincidence matrix (Krippendorff 2011, "Computing
+Krippendorff's Alpha-Reliability"). Results agree with the ``krippendorff``
+package to about 1e-12.
+
+Layout
+------
+Import from ``metrics.agreement`` (the names in ``__all__``); the modules are
+the implementation, one family each:
+
+* ``krippendorff``: ``krippendorff_alpha``, ``alpha_from_counts``,
+  ``value_counts``, ``alpha_leave_one_out``, ``interpret_alpha``;
+* ``bootstrap``: ``bootstrap_alpha`` (item bootstrap interval of alpha);
+* ``kappa``: ``percent_exact``, ``percent_within_one``, ``fleiss_kappa``,
+  ``cohen_kappa_weighted``, ``kappa_matrix``;
+* ``distributions``: ``k_of_n_agreement``, ``unique_values_distribution``;
+* ``labelers``: ``test_retest``, ``labeler_bias``, ``outlier_labels``;
+* ``consensus``: ``image_consensus``, ``consensus_table``,
+  ``selections_to_arrays``, ``selection_values``;
+* ``_data`` (private): reliability data -> value codes -> count matrix.
+"""
+
+from ._data import LevelOfMeasurement
+from .bootstrap import AlphaBootstrap, bootstrap_alpha
+from .consensus import (
+    ImageConsensus,
+    Selection,
+    consensus_table,
+    image_consensus,
+    selection_values,
+    selections_to_arrays,
+)
+from .distributions import k_of_n_agreement, unique_values_distribution
+from .kappa import cohen_kappa_weighted, fleiss_kappa, kappa_matrix, percent_exact, percent_within_one
+from .krippendorff import (
+    ALPHA_RELIABLE,
+    ALPHA_TENTATIVE,
+    alpha_from_counts,
+    alpha_leave_one_out,
+    interpret_alpha,
+    krippendorff_alpha,
+    value_counts,
+)
+from .labelers import OUTLIER_DISTANCE, TestRetestResult, labeler_bias, outlier_labels, test_retest
+
+__all__ = [
+    "ALPHA_RELIABLE",
+    "ALPHA_TENTATIVE",
+    "OUTLIER_DISTANCE",
+    "AlphaBootstrap",
+    "ImageConsensus",
+    "LevelOfMeasurement",
+    "Selection",
+    "TestRetestResult",
+    "alpha_from_counts",
+    "alpha_leave_one_out",
+    "bootstrap_alpha",
+    "cohen_kappa_weighted",
+    "consensus_table",
+    "fleiss_kappa",
+    "image_consensus",
+    "interpret_alpha",
+    "k_of_n_agreement",
+    "kappa_matrix",
+    "krippendorff_alpha",
+    "labeler_bias",
+    "outlier_labels",
+    "percent_exact",
+    "percent_within_one",
+    "selection_values",
+    "selections_to_arrays",
+    "test_retest",
+    "unique_values_distribution",
+    "value_counts",
+]

@@ -1,0 +1,189 @@
+"""Report inputs: the options, reading the two tables, joining and validating them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["ReportInputError", "ReportOptions", "load_table"]
+
+_MAX_EXAMPLES = 5
+
+
+class ReportInputError(Exception):
+    """Invalid report input; ``problems`` holds one human-readable line per problem."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+@dataclass
+class ReportOptions:
+    """Options of the report (the command-line flags)."""
+
+    attributes: Path
+    predictions: Path
+    out: Path
+    on: str = "image_id"
+    error: str = "error"
+    skin_tone: str | None = None
+    gender: str | None = None
+    body_shape: str | None = None
+    threshold: float = 2.0
+    alpha: float = 0.05
+    cluster_error_threshold: float = 1.7
+    min_samples: int = 10
+    min_cluster_size: int = 10
+    min_fraction: float = 0.7
+    allow_unmatched: bool = False
+    progress: bool | None = None
+    groups: list[str] = field(default_factory=list)
+
+
+def load_table(path: Path, id_column: str):
+    """Read a CSV, JSON Lines or Parquet file into a DataFrame, ids as strings.
+
+    Parameters
+    ----------
+    path : Path
+        File; the format comes from the extension.
+    id_column : str
+        Column read as text so that ids compare equal across formats.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The table.
+
+    Raises
+    ------
+    ReportInputError
+        Missing file, unknown extension or unreadable content.
+    """
+    import pandas as pd
+
+    path = Path(path)
+    if not path.is_file():
+        raise ReportInputError([f"{path}: file not found"])
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".csv":
+            table = pd.read_csv(path, dtype={id_column: str})
+        elif suffix in {".jsonl", ".ndjson"}:
+            table = pd.read_json(path, lines=True, dtype=False)
+        elif suffix in {".parquet", ".pq"}:
+            table = pd.read_parquet(path)
+        else:
+            raise ReportInputError([f"{path}: unknown extension {suffix!r} (use .csv, .jsonl or .parquet)"])
+    except ReportInputError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - pandas raises many types for bad files
+        raise ReportInputError([f"{path}: cannot read ({type(exc).__name__}: {exc})"]) from None
+    if id_column in table.columns:
+        ids = table[id_column]
+        table[id_column] = ids.where(ids.isna(), ids.astype(str))
+    return table
+
+
+def _join(options: ReportOptions):
+    attributes = load_table(options.attributes, options.on)
+    predictions = load_table(options.predictions, options.on)
+    problems = []
+    wanted_attributes = [c for c in (options.gender, options.skin_tone, options.body_shape) if c] + list(options.groups)
+    for name, table, columns in (
+        (options.attributes, attributes, [options.on, *wanted_attributes]),
+        (options.predictions, predictions, [options.on, options.error]),
+    ):
+        missing = [c for c in columns if c not in table.columns]
+        if missing:
+            problems.append(
+                f"{name}: missing column(s) {', '.join(missing)}; available: {', '.join(map(str, table.columns))}"
+            )
+    if not (options.gender or options.skin_tone or options.body_shape):
+        problems.append("nothing to evaluate: give --gender, --skin-tone and/or --body-shape")
+    if problems:
+        raise ReportInputError(problems)
+
+    for name, table in (
+        (options.attributes, attributes),
+        (options.predictions, predictions),
+    ):
+        ids = table[options.on]
+        if ids.isna().any():
+            rows = (np.flatnonzero(ids.isna().to_numpy()) + 1)[:_MAX_EXAMPLES].tolist()
+            problems.append(f"{name}: {int(ids.isna().sum())} empty id(s), data rows {rows}")
+        duplicated = ids[ids.duplicated(keep=False) & ids.notna()].unique()
+        if duplicated.size:
+            problems.append(
+                f"{name}: {duplicated.size} duplicate id(s) in column {options.on!r}, "
+                f"e.g. {', '.join(map(str, duplicated[:_MAX_EXAMPLES]))}"
+            )
+    if problems:
+        raise ReportInputError(problems)
+
+    attr_ids = set(attributes[options.on])
+    pred_ids = set(predictions[options.on])
+    only_pred = sorted(pred_ids - attr_ids)
+    only_attr = sorted(attr_ids - pred_ids)
+    unmatched = {
+        "only_in_predictions": len(only_pred),
+        "only_in_attributes": len(only_attr),
+    }
+    if (only_pred or only_attr) and not options.allow_unmatched:
+        if only_pred:
+            problems.append(
+                f"{len(only_pred)} id(s) in {options.predictions} are not in "
+                f"{options.attributes}, e.g. {', '.join(only_pred[:_MAX_EXAMPLES])}"
+            )
+        if only_attr:
+            problems.append(
+                f"{len(only_attr)} id(s) in {options.attributes} are not in "
+                f"{options.predictions}, e.g. {', '.join(only_attr[:_MAX_EXAMPLES])} "
+                "(use --allow-unmatched to score the ids present in both)"
+            )
+        raise ReportInputError(problems)
+
+    merged = predictions[[options.on, options.error]].merge(
+        attributes[[options.on, *dict.fromkeys(wanted_attributes)]],
+        on=options.on,
+        how="inner",
+    )
+    numeric_columns = [(options.error, "error")] + [
+        (c, flag)
+        for c, flag in (
+            (options.skin_tone, "skin tone"),
+            (options.body_shape, "body shape"),
+        )
+        if c
+    ]
+    import pandas as pd
+
+    for column, what in numeric_columns:
+        as_number = pd.to_numeric(merged[column], errors="coerce")
+        bad = ~np.isfinite(as_number.to_numpy(dtype=np.float64))
+        if bad.any():
+            ids = merged.loc[bad, options.on].tolist()[:_MAX_EXAMPLES]
+            raw = merged.loc[bad, column].tolist()[:_MAX_EXAMPLES]
+            problems.append(
+                f"column {column!r} ({what}): {int(bad.sum())} non-numeric or missing "
+                f"value(s), at {options.on} {', '.join(map(str, ids))} "
+                f"(values {', '.join(map(repr, raw))})"
+            )
+        else:
+            merged[column] = as_number.astype(np.float64)
+    if options.gender:
+        missing_gender = merged[options.gender].isna()
+        if missing_gender.any():
+            ids = merged.loc[missing_gender, options.on].tolist()[:_MAX_EXAMPLES]
+            problems.append(
+                f"column {options.gender!r} (gender): {int(missing_gender.sum())} missing "
+                f"value(s), at {options.on} {', '.join(map(str, ids))}"
+            )
+    if len(merged) < 3:
+        problems.append(f"too few samples: {len(merged)} matched row(s), need at least 3")
+    if problems:
+        raise ReportInputError(problems)
+    return merged, unmatched

@@ -1,0 +1,217 @@
+"""Rendering the report: figures (matplotlib, embedded as PNG), ``report.json`` and ``report.html``."""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from .inputs import ReportOptions
+from .scores import build_report
+
+__all__ = ["write_report"]
+
+
+def _png(fig) -> str:
+    import matplotlib.pyplot as plt
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=80)
+    plt.close(fig)
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _figures(report: dict, options: ReportOptions) -> list[tuple[str, str]]:
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    merged = report["_merged"]
+    results = report["_results"]
+    errors = merged[options.error].to_numpy(dtype=np.float64)
+    figures = []
+    if "gender" in results:
+        fig, ax = plt.subplots(figsize=(6, 4))
+        groups = merged[options.gender].astype(str).to_numpy()
+        bins = np.histogram_bin_edges(errors, bins=40)
+        for name in sorted(set(groups)):
+            ax.hist(
+                errors[groups == name],
+                bins=bins,
+                histtype="step",
+                density=True,
+                label=name,
+            )
+        ax.axvline(options.threshold, color="grey", linestyle="--", label="threshold")
+        ax.set_xlabel(options.error)
+        ax.set_ylabel("density")
+        ax.set_title("Error distribution by gender")
+        ax.legend()
+        figures.append(("Error distributions by gender", _png(fig)))
+    for key, column in (
+        ("skin_tone", options.skin_tone),
+        ("body_shape", options.body_shape),
+    ):
+        if key not in results:
+            continue
+        result = results[key]
+        x = merged[column].to_numpy(dtype=np.float64)
+        fig, ax = plt.subplots(figsize=(6, 4))
+        ax.scatter(x, errors, s=4, alpha=0.3)
+        grid = np.linspace(x.min(), x.max(), 50)
+        ax.plot(
+            grid,
+            result.intercept + result.slope * grid,
+            color="C3",
+            label="least squares",
+        )
+        for value in result.attribute_range:
+            ax.axvline(value, color="grey", linestyle=":")
+        ax.set_xlabel(column)
+        ax.set_ylabel(options.error)
+        ax.set_title(f"Error against {key.replace('_', ' ')} (p = {result.p_value:.3g})")
+        ax.legend()
+        figures.append((f"Error against {key.replace('_', ' ')}", _png(fig)))
+    if "intersectional" in results:
+        result = results["intersectional"]
+        z = result.standardised
+        fig, ax = plt.subplots(figsize=(6, 5))
+        points = ax.scatter(z[:, 0], z[:, 1], c=errors, s=6, cmap="viridis")
+        fig.colorbar(points, ax=ax, label=options.error)
+        if result.n_customers:
+            ax.scatter(
+                z[result.members, 0],
+                z[result.members, 1],
+                s=30,
+                facecolors="none",
+                edgecolors="red",
+                label="in an underperforming cluster",
+            )
+            ax.legend()
+        ax.set_xlabel(f"{options.body_shape} (standardised)")
+        ax.set_ylabel(f"{options.skin_tone} (standardised)")
+        ax.set_title("Intersectional map")
+        figures.append(("Intersectional map (body shape x skin tone)", _png(fig)))
+    return figures
+
+
+def _json_ready(report: dict) -> dict:
+    def clean(value):
+        if isinstance(value, dict):
+            return {str(k): clean(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [clean(v) for v in value]
+        if isinstance(value, np.generic):
+            value = value.item()
+        if isinstance(value, float) and not math.isfinite(value):
+            return None
+        return value
+
+    return clean({k: v for k, v in report.items() if not k.startswith("_")})
+
+
+_STYLE = (
+    "<style>body{font-family:sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem}"
+    "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3rem .6rem}"
+    "img{max-width:100%}</style></head><body>"
+)
+
+
+def _html(report: dict, figures: list[tuple[str, str]]) -> str:
+    esc = html.escape
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        "<title>Fairness report</title>",
+        _STYLE,
+        "<h1>Fairness report</h1>",
+        (
+            f"<p>{report['inputs']['n_samples']} samples; error column "
+            f"<code>{esc(report['settings']['error_column'])}</code>; threshold "
+            f"{report['settings']['threshold']:g}; alpha {report['settings']['alpha']:g}.</p>"
+        ),
+        "<h2>Summary</h2><ul>",
+        *(f"<li>{esc(line)}</li>" for line in report["summary"]),
+        (
+            "</ul><h2>Scores</h2><table><tr><th>Attribute</th><th>Test</th><th>p</th>"
+            "<th>Significant</th><th>Score</th><th>Severity</th></tr>"
+        ),
+    ]
+    for key in ("gender", "body_shape", "skin_tone"):
+        part = report[key]
+        if part is None:
+            continue
+        parts.append(
+            f"<tr><td>{esc(key.replace('_', ' '))} ({esc(str(part['column']))})</td>"
+            f"<td>{esc(part['test'])}</td><td>{part['p_value']:.3g}</td>"
+            f"<td>{'yes' if part['significant'] else 'no'}</td><td>{part['score']:.3g}</td>"
+            f"<td>{esc(part['severity'])}</td></tr>"
+        )
+    if report["intersectional"] is not None:
+        inter = report["intersectional"]
+        parts.append(
+            "<tr><td>intersectional</td><td>DBSCAN ensemble</td><td></td><td></td>"
+            f"<td>{inter['n_customers']} customers</td><td>{inter['fraction']:.1%} of samples</td></tr>"
+        )
+    parts.append("</table>")
+    if isinstance(report["groups"], str):
+        parts.append(f"<p><em>Groups: {esc(report['groups'])}</em></p>")
+    else:
+        parts.append("<h2>Mean error by group</h2>")
+        for title, section in report["groups"].items():
+            parts.append(
+                f"<h3>{esc(title)}</h3><table><tr><th>group</th><th>mean error</th><th>95% CI</th><th>note</th></tr>"
+            )
+            for name, row in section["by_group"].items():
+                value = "undefined" if row["mean_error"] is None else f"{row['mean_error']:.3f}"
+                ci = "" if row["ci_low"] is None else f"{row['ci_low']:.3f} to {row['ci_high']:.3f}"
+                note = row["reason"] or ("small group" if name in section["small_groups"] else "")
+                parts.append(f"<tr><td>{esc(name)}</td><td>{value}</td><td>{ci}</td><td>{esc(note)}</td></tr>")
+            diff = section["difference_between_groups"]
+            parts.append(
+                "</table><p>Largest difference between groups: "
+                + ("undefined (" + esc(section["difference_reason"] or "") + ")" if diff is None else f"{diff:.3f}")
+                + "</p>"
+            )
+    parts.append("<h2>Figures</h2>")
+    for title, png in figures:
+        parts.append(
+            f'<figure><img alt="{esc(title)}" src="data:image/png;base64,{png}">'
+            f"<figcaption>{esc(title)}</figcaption></figure>"
+        )
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def write_report(options: ReportOptions) -> dict:
+    """Compute the report and write ``report.json`` and ``report.html`` in ``options.out``.
+
+    Parameters
+    ----------
+    options : ReportOptions
+        Inputs and settings.
+
+    Returns
+    -------
+    dict
+        The JSON content written.
+
+    Raises
+    ------
+    ReportInputError
+        Invalid inputs.
+    """
+    report = build_report(options)
+    figures = _figures(report, options)
+    content = _json_ready(report)
+    out = Path(options.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "report.json").write_text(json.dumps(content, indent=2), encoding="utf-8")
+    (out / "report.html").write_text(_html(content, figures), encoding="utf-8")
+    return content

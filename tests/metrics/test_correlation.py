@@ -1,0 +1,99 @@
+"""Tests for metrics.correlation (no database): Spearman's rho with a bootstrap interval.
+
+Cross-checked with scipy.stats.spearmanr / rankdata on the same resamples.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats as scipy_stats
+
+from metrics.correlation import resample_ranks, spearman_bootstrap
+
+
+def test_rho_and_p_value_are_scipys():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=40)
+    y = x + rng.normal(size=40)
+    result = spearman_bootstrap(x, y, n_resamples=50)
+    expected = scipy_stats.spearmanr(x, y)
+    assert result["rho"] == pytest.approx(expected.statistic, abs=1e-12)
+    assert result["p_value"] == pytest.approx(expected.pvalue, rel=1e-9)
+    assert result["n"] == 40 and result["n_resamples"] == 50 and result["seed"] == 0
+    assert result["confidence"] == 0.95
+
+
+def test_interval_matches_a_direct_bootstrap_with_scipy():
+    rng = np.random.default_rng(3)
+    x = rng.integers(1, 6, size=25).astype(float)  # ordinal labels: many ties
+    y = -8.0 * x + rng.normal(scale=6.0, size=25)
+    result = spearman_bootstrap(x, y, n_resamples=400, seed=11)
+    # The same resamples drawn by hand and scored with scipy.
+    draws = np.random.default_rng(11).integers(0, 25, size=(400, 25))
+    rhos = np.array([scipy_stats.spearmanr(x[i], y[i]).statistic for i in draws])
+    low, high = np.quantile(rhos[np.isfinite(rhos)], [0.025, 0.975])
+    assert result["ci_low"] == pytest.approx(low, abs=1e-12)
+    assert result["ci_high"] == pytest.approx(high, abs=1e-12)
+
+
+def test_interval_is_the_same_across_chunks():
+    # 1,000,000 // 20,000 = 50 resamples per chunk: 120 resamples take three chunks.
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=20_000)
+    y = x + rng.normal(size=20_000)
+    result = spearman_bootstrap(x, y, n_resamples=120, seed=2)
+    generator = np.random.default_rng(2)
+    draws = np.concatenate([generator.integers(0, x.size, size=(rows, x.size)) for rows in (50, 50, 20)])
+    rhos = np.array([scipy_stats.spearmanr(x[i], y[i]).statistic for i in draws])
+    low, high = np.quantile(rhos, [0.025, 0.975])
+    assert result["ci_low"] == pytest.approx(low, abs=1e-10)
+    assert result["ci_high"] == pytest.approx(high, abs=1e-10)
+
+
+def test_seed_makes_it_reproducible_and_confidence_widens_it():
+    rng = np.random.default_rng(8)
+    x = rng.normal(size=30)
+    y = x + rng.normal(size=30)
+    first = spearman_bootstrap(x, y, n_resamples=300, seed=4)
+    assert spearman_bootstrap(x, y, n_resamples=300, seed=4) == first
+    wide = spearman_bootstrap(x, y, n_resamples=300, seed=4, confidence=0.99)
+    assert wide["ci_low"] <= first["ci_low"] <= first["ci_high"] <= wide["ci_high"]
+
+
+@pytest.mark.parametrize(
+    ("x", "y"),
+    [([], []), ([1, 2], [2, 1]), ([1, 1, 1, 1], [1, 2, 3, 4]), ([1, 2, 3, 4], [5, 5, 5, 5])],
+)
+def test_undefined_cases_give_none(x, y):
+    result = spearman_bootstrap(x, y, n_resamples=10)
+    assert result["n"] == len(x)
+    assert result["rho"] is result["p_value"] is result["ci_low"] is result["ci_high"] is None
+
+
+def test_constant_resamples_are_left_out_of_the_interval():
+    # Three pairs: many resamples draw one item only (constant, rho undefined).
+    result = spearman_bootstrap([1, 2, 3], [1, 2, 3], n_resamples=500, seed=1)
+    assert result["rho"] == 1.0
+    assert result["ci_low"] == result["ci_high"] == 1.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    values=st.lists(st.integers(0, 4), min_size=1, max_size=12),
+    data=st.data(),
+)
+def test_resample_ranks_are_scipys_rankdata_of_the_resample(values, data):
+    values = np.asarray(values, dtype=float)
+    counts = np.asarray(
+        data.draw(st.lists(st.integers(0, 3), min_size=values.size, max_size=values.size)),
+        dtype=float,
+    )
+    ranks = resample_ranks(values, counts[None, :])[0]
+    resample = np.repeat(values, counts.astype(int))
+    drawn = counts > 0
+    if resample.size:
+        expected = scipy_stats.rankdata(resample)
+        # The copies of item j sit together in `resample`; all share one rank.
+        positions = np.concatenate([[0], np.cumsum(counts.astype(int))[:-1]])
+        assert ranks[drawn] == pytest.approx(expected[positions[drawn]])
