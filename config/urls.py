@@ -7,8 +7,6 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/", include("labeling.api.urls")),
-    path("", include("labeling.urls_consensus")),
-    path("", include("labeling.urls_baselines")),
     path("", include("labeling.urls")),
 ]
 

@@ -2,6 +2,17 @@ from django import forms
 
 from .models import Membership, Scale
 
+# The project settings the form edits, with the same names as the model and the services' arguments.
+PROJECT_FIELDS = (
+    "name",
+    "description",
+    "labels_per_image",
+    "allow_adjacent_pairs",
+    "offer_uncertain",
+    "skip_reasons",
+    "instructions",
+)
+
 
 class ProjectForm(forms.Form):
     name = forms.CharField(max_length=200)

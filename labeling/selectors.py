@@ -1,9 +1,12 @@
 """Read-side queries shared by pages and the API."""
 
-from django.core.exceptions import PermissionDenied
-from django.db.models import Q, QuerySet
+from typing import Any
 
-from .models import Assignment, Image, Label, Membership, Phase, Project
+from django.db.models import Count, Max, Q, QuerySet
+from django.http import Http404
+
+from .errors import NotAMember, WrongRole
+from .models import Assignment, Image, ImageBaseline, Label, Membership, Phase, Project
 
 MEMBERSHIP_CACHE_SECONDS = 30
 
@@ -55,13 +58,23 @@ def is_lead(user, project: Project) -> bool:
     return m is not None and m.role == Membership.Role.LEAD
 
 
-def require_role(user, project: Project, *roles: str) -> Membership | None:
-    """The user's membership if it has one of ``roles`` (superusers pass as leads)."""
-    if user.is_authenticated and user.is_superuser:
-        return membership_for(user, project)
+def project_access(user, project: Project, *roles: str, hide_from_other_roles: bool = False) -> Membership | None:
+    """The one rule of who may do what on a project: the requester's membership if it has one of
+    ``roles`` (any role when none is named).
+
+    Superusers pass wherever a lead would, with their membership if they have one (often None).
+    A non-member gets ``NotAMember`` (answered 404: a project's existence is not disclosed); a
+    member with another role gets ``WrongRole``, answered 403, or 404 as well where
+    ``hide_from_other_roles`` (pages, and the lead's dashboards in the API). The answers are
+    made in one place: ``errors.http_error``.
+    """
     m = membership_for(user, project)
-    if m is None or (roles and m.role not in roles):
-        raise PermissionDenied("You do not have access to this.")
+    if user.is_authenticated and user.is_superuser and (not roles or Membership.Role.LEAD in roles):
+        return m
+    if m is None:
+        raise NotAMember()
+    if roles and m.role not in roles:
+        raise WrongRole(roles, hidden=hide_from_other_roles)
     return m
 
 
@@ -83,19 +96,6 @@ def projects_for(user) -> QuerySet[Project]:
     if user.is_superuser:
         return Project.objects.all()
     return Project.objects.filter(memberships__user=user, memberships__is_active=True).distinct()
-
-
-def images_visible_to(user, project: Project) -> QuerySet[Image]:
-    """Leads and reviewers see every image; a labeler only the images of their own queues."""
-    m = membership_for(user, project)
-    if user.is_superuser or (m and m.role in (Membership.Role.LEAD, Membership.Role.REVIEWER)):
-        return project.images.all()
-    if m is None:
-        return project.images.none()
-    return project.images.filter(
-        Q(assignments__labeler=m, assignments__phase__status__in=[Phase.Status.OPEN, Phase.Status.CLOSED])
-        | Q(id__in=project.tone_examples.values("image_id"))  # example images shown with the instructions
-    ).distinct()
 
 
 def labeler_can_view_image(m: Membership, image_id: int) -> bool:
@@ -145,6 +145,13 @@ def assignment_queue(*, phase: Phase, labeler: Membership, after_position: int =
     )
 
 
+def labeler_progress(*, phase: Phase, labeler: Membership) -> dict[str, int]:
+    """How far the labeler is in ``phase``: ``{"total": assigned, "done": answered}`` (one query)."""
+    return Assignment.objects.filter(phase_id=phase.id, labeler_id=labeler.id).aggregate(
+        total=Count("id"), done=Count("id", filter=Q(done_at__isnull=False))
+    )
+
+
 def labeler_history(*, phase: Phase, labeler: Membership) -> list[dict]:
     """The labeler's answered images in this phase, in the order they were shown."""
     rows = phase.assignments.filter(labeler=labeler, done_at__isnull=False).order_by("position")
@@ -166,3 +173,156 @@ def labeler_phases(user) -> QuerySet[Phase]:
         .distinct()
         .select_related("project")
     )
+
+
+# --------------------------------------------------------------------------
+# The lead's dashboards (consensus, colorimetric baselines): pages and API
+# --------------------------------------------------------------------------
+
+
+def consensus_phase(project: Project, raw: str | None, *, default_selected: bool = False) -> Phase | None:
+    """The phase ``raw`` names (``Http404`` if it is not one of the project's).
+
+    None when no phase is named, unless ``default_selected``: then the phase the dashboard
+    selects by default (main, else the latest with labels; ``Http404`` when none has labels).
+    """
+    from .services import consensus as consensus_services
+
+    if raw:
+        try:
+            return project.phases.get(pk=int(raw))
+        except (ValueError, Phase.DoesNotExist):
+            raise Http404("No such phase in this project.") from None
+    if not default_selected:
+        return None
+    selected = consensus_services.project_consensus(project)["selected"]
+    if selected is None:
+        raise Http404("No labels yet.")
+    return project.phases.get(pk=selected["phase"]["id"])
+
+
+def consensus_image_rows(phase: Phase, params) -> tuple[dict, list[dict]]:
+    """The phase's consensus (with per-image data) and its image rows, filtered and sorted by ``params``."""
+    from .services import consensus as consensus_services
+
+    data = consensus_services.phase_summary(phase, with_images=True)
+    return data, consensus_services.consensus_images(data["images"], params)
+
+
+def consensus_image_records(project: Project, data: dict, rows: list[dict]) -> list[dict]:
+    """The data-card records of ``rows`` (one page of them), labelers by pseudonym."""
+    from .services import consensus as consensus_services
+
+    names = dict(Membership.objects.filter(project=project).values_list("id", "pseudonym"))
+    return consensus_services.image_rows(data["images"], rows, names)
+
+
+def baseline_rows(project: Project, params) -> tuple[QuerySet[ImageBaseline], dict[str, str]]:
+    """Current results filtered by ``flag``, ``ita_class``, ``status`` (and ``parameters_hash``),
+    with the filters chosen; ``ValidationError`` for an unknown value."""
+    from django.core.exceptions import ValidationError
+
+    from .services import baselines as baseline_services
+
+    if parameters_hash := params.get("parameters_hash", "").strip():
+        qs = ImageBaseline.objects.filter(image__project=project, parameters_hash=parameters_hash)
+    else:
+        qs = baseline_services.baselines_current(project)
+    chosen = {}
+    flag = params.get("flag", "").strip()
+    if flag:
+        if flag == "none":
+            qs = qs.filter(status=ImageBaseline.Status.OK, flags=[])
+        elif flag in baseline_services.FLAG_NAMES:
+            # JSON containment is not portable to SQLite: match the serialised name.
+            qs = qs.filter(flags__icontains=f'"{flag}"')
+        else:
+            raise ValidationError({"flag": f"One of: none, {', '.join(baseline_services.FLAG_NAMES)}."})
+        chosen["flag"] = flag
+    ita_class = params.get("ita_class", "").strip()
+    if ita_class:
+        if ita_class not in baseline_services.ITA_CLASS_NAMES:
+            raise ValidationError({"ita_class": f"One of: {', '.join(baseline_services.ITA_CLASS_NAMES)}."})
+        qs = qs.filter(ita_class=ita_class)
+        chosen["ita_class"] = ita_class
+    row_status = params.get("status", "").strip()
+    if row_status:
+        if row_status not in ImageBaseline.Status.values:
+            raise ValidationError({"status": f"One of: {', '.join(ImageBaseline.Status.values)}."})
+        qs = qs.filter(status=row_status)
+        chosen["status"] = row_status
+    return qs.select_related("image").order_by("image_id", "-computed_at"), chosen
+
+
+def baseline_record(row: ImageBaseline) -> dict[str, Any]:
+    """One result as the API sends it and the image page shows it ("apparent" albedo, as everywhere)."""
+    from django.urls import reverse
+
+    stats = row.stats or {}
+    return {
+        "id": row.id,
+        "image_id": row.image_id,
+        "external_id": row.image.external_id,
+        "status": row.status,
+        "error": row.error,
+        "ita_median": row.ita_median,
+        "ita_q25": stats.get("ita_q25"),
+        "ita_q75": stats.get("ita_q75"),
+        "ita_iqr": stats.get("ita_iqr"),
+        "ita_of_medians": stats.get("ita_of_medians"),
+        "lightness_median": row.lightness_median,
+        "a_median": stats.get("a_median"),
+        "b_median": row.b_median,
+        "hue_angle": stats.get("hue_angle"),
+        "ita_class": row.ita_class or None,
+        "fitzpatrick": stats.get("fitzpatrick"),
+        "fitzpatrick_mapping": (row.parameters or {}).get("fitzpatrick_mapping"),
+        "skin_fraction": row.skin_fraction,
+        "apparent_albedo": row.albedo,
+        "apparent_albedo_normalized": row.albedo_normalized,
+        "white_luminance": stats.get("white_luminance"),
+        "flags": row.flags,
+        "parameters": row.parameters,
+        "parameters_hash": row.parameters_hash,
+        "code_version": row.code_version,
+        "job_id": row.job_id,
+        "computed_at": row.computed_at,
+        "overlay_url": reverse("baseline-overlay", args=[row.id]) if row.overlay else None,
+    }
+
+
+def baseline_phase_choice(project: Project, value: str | None) -> Phase | None:
+    """The phase a comparison is limited to: None for all (``all`` or nothing); ``ValidationError`` otherwise."""
+    from django.core.exceptions import ValidationError
+
+    if value in (None, "", "all"):
+        return None
+    if not str(value).isdigit():
+        raise ValidationError({"phase": "A phase id of this project, or 'all'."})
+    phase = project.phases.filter(pk=int(value)).first()
+    if phase is None:
+        raise ValidationError({"phase": "A phase id of this project, or 'all'."})
+    return phase
+
+
+def baseline_comparison_cached(project: Project, phase: Phase | None, exclude_flagged: bool) -> dict[str, Any]:
+    """Human labels against the baselines, cached until a label or a current result changes."""
+    import hashlib
+
+    from django.core.cache import cache
+
+    from .services import baselines as baseline_services
+
+    labels = Label.objects.filter(phase__project=project)
+    current = baseline_services.baselines_current(project)
+    stamp = (
+        labels.aggregate(n=Count("id"), t=Max("updated_at")),
+        current.aggregate(n=Count("id"), t=Max("computed_at")),
+    )
+    raw = f"{project.pk}|{phase.pk if phase else 'all'}|{exclude_flagged}|{stamp}|{baseline_services.BASELINE_CODE_VERSION}"
+    key = "baseline-comparison:" + hashlib.sha256(raw.encode()).hexdigest()
+    result = cache.get(key)
+    if result is None:
+        result = baseline_services.baseline_comparison(project=project, phase=phase, exclude_flagged=exclude_flagged)
+        cache.set(key, result, 600)
+    return result

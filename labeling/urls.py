@@ -1,7 +1,9 @@
+"""Every page route (the API's are in ``labeling.api.urls``)."""
+
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from .views import labeler, lead, media
+from .views import baselines, consensus, labeler, lead, media
 from .views.auth import ThrottledLoginView
 
 urlpatterns = [
@@ -9,6 +11,7 @@ urlpatterns = [
     path("healthz", media.healthz, name="healthz"),
     path("login/", ThrottledLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # Projects (leads; reviewers see the overview and the images)
     path("projects/new/", lead.project_create_view, name="project-create"),
     path("projects/<int:pk>/", lead.project_detail, name="project-detail"),
     path("projects/<int:pk>/settings/", lead.project_settings, name="project-settings"),
@@ -20,8 +23,25 @@ urlpatterns = [
     path("projects/<int:pk>/calibration/", lead.project_calibration, name="project-calibration"),
     path("images/<int:pk>/", lead.image_detail, name="image-detail"),
     path("images/<int:pk>/file/<str:kind>/", media.image_file, name="image-file"),
+    # Phases: the lead's pages, and the labeler's
     path("phases/<int:pk>/", lead.phase_detail, name="phase-detail"),
     path("phases/<int:pk>/review/", lead.phase_review, name="phase-review"),
     path("phases/<int:pk>/label/", labeler.label_page, name="phase-label"),
     path("phases/<int:pk>/reflection/", labeler.reflection_page, name="phase-reflection"),
+    # Consensus and labeler quality (leads)
+    path("projects/<int:pk>/consensus/", consensus.consensus_page, name="consensus"),
+    path("projects/<int:pk>/consensus/images/", consensus.consensus_images_page, name="consensus-images"),
+    path("projects/<int:pk>/consensus/plots/<slug:name>.<slug:fmt>", consensus.consensus_plot, name="consensus-plot"),
+    # Colorimetric baselines (leads)
+    path("projects/<int:pk>/baselines/", baselines.baselines_overview, name="baselines"),
+    path("projects/<int:pk>/baselines/run/", baselines.baselines_run, name="baselines-run"),
+    path("projects/<int:pk>/baselines/compare/", baselines.baselines_compare, name="baselines-compare"),
+    path("projects/<int:pk>/baselines/plots/<slug:plot>.<slug:fmt>", baselines.baselines_plot, name="baselines-plot"),
+    path("projects/<int:pk>/baselines/images/<int:image_id>/", baselines.baseline_image, name="baseline-image"),
+    path("projects/<int:pk>/baselines/jobs/", baselines.baseline_jobs, name="baseline-jobs"),
+    path("projects/<int:pk>/baselines/jobs/<int:job_id>/", baselines.baseline_job, name="baseline-job"),
+    path(
+        "projects/<int:pk>/baselines/jobs/<int:job_id>/retry/", baselines.baseline_job_retry, name="baseline-job-retry"
+    ),
+    path("baselines/<int:pk>/overlay.png", baselines.baseline_overlay, name="baseline-overlay"),
 ]

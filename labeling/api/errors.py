@@ -1,4 +1,9 @@
-"""Turn domain errors into clear 4xx responses (never a 500 for bad input)."""
+"""The API's exception handler: domain errors become clear 4xx answers, in this one place.
+
+Views raise what the domain raises (``AccessDenied`` from ``selectors.project_access``,
+Django's ``ValidationError`` from services) and never translate it themselves; pages use
+the same mapping (``labeling.errors``) through ``views.access``. Never a 500 for bad input.
+"""
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -7,16 +12,14 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-
-def validation_payload(exc: DjangoValidationError):
-    if hasattr(exc, "error_dict"):
-        return {k: [str(m) for e in v for m in e.messages] for k, v in exc.error_dict.items()}
-    return {"detail": " ".join(exc.messages)}
+from ..errors import AccessDenied, error_fields, http_error
 
 
 def exception_handler(exc, context):
+    if isinstance(exc, AccessDenied):
+        exc = http_error(exc)
     if isinstance(exc, DjangoValidationError):
-        return Response(validation_payload(exc), status=status.HTTP_400_BAD_REQUEST)
+        return Response(error_fields(exc), status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, DjangoPermissionDenied):
         exc = exceptions.PermissionDenied(str(exc) or None)
     elif isinstance(exc, Http404):

@@ -1,17 +1,28 @@
+"""Every API route: one router (``/api/...``), and the token endpoint."""
+
 from django.urls import include, path
 from rest_framework.routers import DefaultRouter
 
-from ..views.auth import ThrottledObtainAuthToken
-from . import views
+from .views.auth import ThrottledObtainAuthToken
+from .views.dashboards import ProjectDashboardViewSet
+from .views.images import ImageViewSet
+from .views.imports import ImportBatchViewSet
+from .views.jobs import JobViewSet
+from .views.labels import LabelViewSet
+from .views.phases import PhaseViewSet
+from .views.projects import ProjectViewSet
+from .views.scales import ScaleViewSet
 
 router = DefaultRouter()
-router.register("scales", views.ScaleViewSet, basename="scale")
-router.register("projects", views.ProjectViewSet, basename="project")
-router.register("imports", views.ImportBatchViewSet, basename="import")
-router.register("images", views.ImageViewSet, basename="image")
-router.register("phases", views.PhaseViewSet, basename="phase")
-router.register("labels", views.LabelViewSet, basename="label")
-router.register("jobs", views.JobViewSet, basename="job")
+router.register("scales", ScaleViewSet, basename="scale")
+router.register("projects", ProjectViewSet, basename="project")
+# The lead's dashboards under /api/projects/{id}/: api-consensus, api-consensus-images, api-baselines, ...
+router.register("projects", ProjectDashboardViewSet, basename="api")
+router.register("imports", ImportBatchViewSet, basename="import")
+router.register("images", ImageViewSet, basename="image")
+router.register("phases", PhaseViewSet, basename="phase")
+router.register("labels", LabelViewSet, basename="label")
+router.register("jobs", JobViewSet, basename="job")
 
 urlpatterns = [
     path("auth/token/", ThrottledObtainAuthToken.as_view(), name="api-token"),

@@ -194,6 +194,23 @@ def labeler_create(
     return membership_add(project=project, user=user, role=role, **kwargs)
 
 
+def member_add_or_create(
+    *, project: Project, username: str, role: str, password: str = "", pseudonym: str = "", **profile
+) -> Membership:
+    """Add the person with this username to ``project``; a new person gets a sign-in first (needs ``password``).
+
+    The members page and ``POST /api/projects/{id}/members/`` both come here.
+    """
+    user = get_user_model().objects.filter(username=username).first()
+    if user is not None:
+        return membership_add(project=project, user=user, role=role, pseudonym=pseudonym, **profile)
+    if not password:
+        raise ValidationError({"password": "A new person needs a password (at least 8 characters)."})
+    return labeler_create(
+        project=project, username=username, password=password, role=role, pseudonym=pseudonym, **profile
+    )
+
+
 @transaction.atomic
 def tone_examples_set(*, project: Project, tone_position: int, external_ids: list[str]) -> list:
     """Set the example images shown with the instructions for one tone (by image id in the project)."""

@@ -7,14 +7,16 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 
 from ..models import Membership, Phase
-from ..selectors import membership_for
+from ..selectors import labeler_progress
 from ..services.labels import BIAS_FACTORS, reflection_submit
+from .access import page_access
 
 
 def _labeler_phase(request, pk: int) -> tuple[Phase, Membership]:
+    """The phase, for a labeler who takes part in it (anyone else: 404)."""
     phase = get_object_or_404(Phase.objects.select_related("project__scale"), pk=pk)
-    m = membership_for(request.user, phase.project)
-    if m is None or m.role != Membership.Role.LABELER or not phase.assignments.filter(labeler=m).exists():
+    m = page_access(request, phase.project, Membership.Role.LABELER)
+    if not phase.assignments.filter(labeler=m).exists():
         raise Http404
     return phase, m
 
@@ -79,8 +81,7 @@ def reflection_page(request, pk: int):
         else:
             messages.success(request, "Thank you: your reflection is saved. The lead reads it with the others'.")
             return redirect("home")
-    done = phase.assignments.filter(labeler=m, done_at__isnull=False).count()
-    total = phase.assignments.filter(labeler=m).count()
+    counts = labeler_progress(phase=phase, labeler=m)
     return render(
         request,
         "labeling/reflection.html",
@@ -91,7 +92,6 @@ def reflection_page(request, pk: int):
             "bias_factors": BIAS_FACTORS,
             "errors": errors,
             "post": request.POST if request.method == "POST" else None,
-            "done": done,
-            "total": total,
+            **counts,
         },
     )

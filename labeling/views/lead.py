@@ -1,39 +1,20 @@
 """Pages for project leads (and the home page for everyone)."""
 
 from django.contrib import messages
-from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.db.models import Count, Q
 from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
 from .. import selectors
-from ..forms import CalibrationForm, MemberForm, ProjectForm
+from ..errors import error_text
+from ..forms import PROJECT_FIELDS, CalibrationForm, MemberForm, ProjectForm
 from ..models import Image, Membership, Phase, Project
 from ..services import phases as phase_services
 from ..services import projects as project_services
 from ..services.scales import scale_create_custom
-
-
-def _error_text(exc: ValidationError) -> str:
-    if hasattr(exc, "error_dict"):
-        return "; ".join(f"{k}: {' '.join(m for e in v for m in e.messages)}" for k, v in exc.error_dict.items())
-    return " ".join(exc.messages)
-
-
-def _project(request, pk: int, *roles: str) -> tuple[Project, Membership | None]:
-    project = get_object_or_404(Project.objects.select_related("scale"), pk=pk)
-    try:
-        m = selectors.require_role(request.user, project, *roles)
-    except PermissionDenied:
-        raise Http404 from None
-    return project, m
-
-
-LEAD = Membership.Role.LEAD
-REVIEWER = Membership.Role.REVIEWER
+from .access import page_project
 
 
 @login_required
@@ -43,7 +24,7 @@ def home(request):
         .select_related("project", "project__scale")
         .order_by("-project__created_at")
     )
-    led = [m.project for m in memberships if m.role in (LEAD, REVIEWER)]
+    led = [m.project for m in memberships if m.role in (Membership.Role.LEAD, Membership.Role.REVIEWER)]
     if request.user.is_superuser:
         led = list(Project.objects.select_related("scale"))
     my_phases = []
@@ -51,9 +32,7 @@ def home(request):
         m = next((x for x in memberships if x.project_id == phase.project_id), None)
         if m is None:
             continue
-        counts = phase.assignments.filter(labeler=m).aggregate(
-            total=Count("id"), done=Count("id", filter=Q(done_at__isnull=False))
-        )
+        counts = selectors.labeler_progress(phase=phase, labeler=m)
         reflected = phase.reflections.filter(labeler=m).exists()
         my_phases.append({"phase": phase, "membership": m, **counts, "reflected": reflected})
     return render(
@@ -75,18 +54,10 @@ def project_create_view(request):
                 name=f"{d['name']} scale", tones=d["tones"], created_by=request.user
             )
             project = project_services.project_create(
-                name=d["name"],
-                description=d["description"],
-                scale=scale,
-                created_by=request.user,
-                labels_per_image=d["labels_per_image"],
-                allow_adjacent_pairs=d["allow_adjacent_pairs"],
-                offer_uncertain=d["offer_uncertain"],
-                skip_reasons=d["skip_reasons"],
-                instructions=d["instructions"],
+                **{k: d[k] for k in PROJECT_FIELDS}, scale=scale, created_by=request.user
             )
         except ValidationError as exc:
-            form.add_error(None, _error_text(exc))
+            form.add_error(None, error_text(exc))
         else:
             messages.success(request, "Project created. Next: import images and add labelers.")
             return redirect(project)
@@ -95,7 +66,7 @@ def project_create_view(request):
 
 @login_required
 def project_detail(request, pk: int):
-    project, m = _project(request, pk, LEAD, REVIEWER)
+    project, m = page_project(request, pk, Membership.Role.LEAD, Membership.Role.REVIEWER)
     phases = list(project.phases.order_by("id"))
     progress = {p.id: phase_services.phase_progress(p) for p in phases}
     context = {
@@ -114,34 +85,18 @@ def project_detail(request, pk: int):
 
 @login_required
 def project_settings(request, pk: int):
-    project, _ = _project(request, pk, LEAD)
-    initial = {
-        "name": project.name,
-        "description": project.description,
-        "scale": project.scale,
-        "labels_per_image": project.labels_per_image,
-        "allow_adjacent_pairs": project.allow_adjacent_pairs,
-        "offer_uncertain": project.offer_uncertain,
-        "skip_reasons": "\n".join(project.skip_reasons),
-        "instructions": project.instructions,
-    }
+    project, _ = page_project(request, pk, Membership.Role.LEAD)
+    initial = {k: getattr(project, k) for k in PROJECT_FIELDS}
+    initial.update(scale=project.scale, skip_reasons="\n".join(project.skip_reasons))
     form = ProjectForm(request.POST or None, initial=initial, user=request.user)
     if request.method == "POST" and form.is_valid():
         d = form.cleaned_data
         try:
             project_services.project_update(
-                project=project,
-                name=d["name"],
-                description=d["description"],
-                scale=d["scale"] or project.scale,
-                labels_per_image=d["labels_per_image"],
-                allow_adjacent_pairs=d["allow_adjacent_pairs"],
-                offer_uncertain=d["offer_uncertain"],
-                skip_reasons=d["skip_reasons"],
-                instructions=d["instructions"],
+                project=project, **{k: d[k] for k in PROJECT_FIELDS}, scale=d["scale"] or project.scale
             )
         except ValidationError as exc:
-            form.add_error(None, _error_text(exc))
+            form.add_error(None, error_text(exc))
         else:
             messages.success(request, "Settings saved.")
             return redirect(project)
@@ -150,7 +105,7 @@ def project_settings(request, pk: int):
 
 @login_required
 def project_images(request, pk: int):
-    project, _ = _project(request, pk, LEAD, REVIEWER)
+    project, _ = page_project(request, pk, Membership.Role.LEAD, Membership.Role.REVIEWER)
     qs = project.images.select_related("subject").order_by("id")
     filters = {}
     key = request.GET.get("key", "").strip()
@@ -173,7 +128,7 @@ def project_images(request, pk: int):
 @login_required
 def image_detail(request, pk: int):
     image = get_object_or_404(Image.objects.select_related("project", "subject"), pk=pk)
-    project, _ = _project(request, image.project_id, LEAD, REVIEWER)
+    project, _ = page_project(request, image.project_id, Membership.Role.LEAD, Membership.Role.REVIEWER)
     labels = image.labels.select_related("labeler", "phase").order_by("phase_id", "labeler__pseudonym")
     return render(
         request,
@@ -184,7 +139,7 @@ def image_detail(request, pk: int):
 
 @login_required
 def project_import(request, pk: int):
-    project, _ = _project(request, pk, LEAD)
+    project, _ = page_project(request, pk, Membership.Role.LEAD)
     return render(
         request,
         "labeling/project_import.html",
@@ -198,7 +153,7 @@ def project_import(request, pk: int):
 
 @login_required
 def import_report(request, pk: int, batch_id: int):
-    project, _ = _project(request, pk, LEAD)
+    project, _ = page_project(request, pk, Membership.Role.LEAD)
     batch = get_object_or_404(project.imports, pk=batch_id)
     items = batch.items.all()
     outcome = request.GET.get("outcome")
@@ -210,28 +165,14 @@ def import_report(request, pk: int, batch_id: int):
 
 @login_required
 def project_members(request, pk: int):
-    project, _ = _project(request, pk, LEAD)
+    project, _ = page_project(request, pk, Membership.Role.LEAD)
     form = MemberForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         d = form.cleaned_data
-        profile = {k: d[k] for k in ("expertise", "region_of_upbringing", "gender")}
         try:
-            user = get_user_model().objects.filter(username=d["username"]).first()
-            if user is None:
-                project_services.labeler_create(
-                    project=project,
-                    username=d["username"],
-                    password=d["password"],
-                    role=d["role"],
-                    pseudonym=d["pseudonym"],
-                    **profile,
-                )
-            else:
-                project_services.membership_add(
-                    project=project, user=user, role=d["role"], pseudonym=d["pseudonym"], **profile
-                )
+            project_services.member_add_or_create(project=project, **d)
         except ValidationError as exc:
-            form.add_error(None, _error_text(exc))
+            form.add_error(None, error_text(exc))
         else:
             messages.success(request, f"{d['username']} added.")
             return redirect("project-members", pk=project.pk)
@@ -241,14 +182,14 @@ def project_members(request, pk: int):
 
 @login_required
 def project_calibration(request, pk: int):
-    project, _ = _project(request, pk, LEAD)
+    project, _ = page_project(request, pk, Membership.Role.LEAD)
     form = CalibrationForm(request.POST or None, initial={"size": min(59, project.images.count()) or 59})
     if request.method == "POST" and form.is_valid():
         d = {k: v for k, v in form.cleaned_data.items() if v not in (None, "")}
         try:
             phase_services.calibration_configure(project=project, **d)
         except ValidationError as exc:
-            form.add_error(None, _error_text(exc))
+            form.add_error(None, error_text(exc))
         else:
             messages.success(request, "Calibration set chosen and recorded.")
             return redirect(project)
@@ -258,7 +199,7 @@ def project_calibration(request, pk: int):
 @login_required
 def phase_detail(request, pk: int):
     phase = get_object_or_404(Phase.objects.select_related("project"), pk=pk)
-    project, _ = _project(request, phase.project_id, LEAD)
+    project, _ = page_project(request, phase.project_id, Membership.Role.LEAD)
     if request.method == "POST":
         action = request.POST.get("action")
         try:
@@ -278,7 +219,7 @@ def phase_detail(request, pk: int):
             else:
                 messages.error(request, "Unknown action.")
         except (ValidationError, ValueError) as exc:
-            messages.error(request, _error_text(exc) if isinstance(exc, ValidationError) else "Give a whole number.")
+            messages.error(request, error_text(exc) if isinstance(exc, ValidationError) else "Give a whole number.")
         return redirect("phase-detail", pk=phase.pk)
     if request.headers.get("Accept") == "application/json":
         return JsonResponse(phase_services.phase_progress(phase))
@@ -304,7 +245,7 @@ def phase_review(request, pk: int):
     from ..services.review import review_candidates
 
     phase = get_object_or_404(Phase.objects.select_related("project"), pk=pk)
-    project, _ = _project(request, phase.project_id, LEAD)
+    project, _ = page_project(request, phase.project_id, Membership.Role.LEAD)
     report = review_candidates(phase)
     labelers = project.memberships.filter(role=Membership.Role.LABELER, is_active=True)
     return render(
@@ -324,7 +265,7 @@ def phase_review(request, pk: int):
 @login_required
 def project_examples(request, pk: int):
     """Example images per tone, shown to labelers with the instructions."""
-    project, _ = _project(request, pk, LEAD)
+    project, _ = page_project(request, pk, Membership.Role.LEAD)
     tones = project.ordered_tones()
     errors = {}
     if request.method == "POST":
@@ -335,7 +276,7 @@ def project_examples(request, pk: int):
                     project=project, tone_position=tone.position, external_ids=raw.replace(";", ",").split(",")
                 )
             except ValidationError as exc:
-                errors[tone.position] = _error_text(exc)
+                errors[tone.position] = error_text(exc)
         if not errors:
             messages.success(request, "Examples saved.")
             return redirect("project-examples", pk=project.pk)

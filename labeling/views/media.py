@@ -9,7 +9,8 @@ from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_GET
 
 from ..models import Image, Membership
-from ..selectors import labeler_can_view_image, membership_for
+from ..selectors import labeler_can_view_image
+from .access import page_access
 
 KINDS = {"display", "thumbnail", "original", "mask"}
 
@@ -42,15 +43,12 @@ def image_file(request, pk: int, kind: str):
     if kind not in KINDS:
         raise Http404
     image = get_object_or_404(Image.objects.select_related("project"), pk=pk)
-    if not request.user.is_superuser:
-        m = membership_for(request.user, image.project)
-        if m is None:
+    m = page_access(request, image.project)
+    if m is not None and m.role == Membership.Role.LABELER and not request.user.is_superuser:
+        # Labelers see the display image only (a mask could hint at the baseline),
+        # of their own queues' images.
+        if kind != "display" or not labeler_can_view_image(m, image.id):
             raise Http404
-        if m.role == Membership.Role.LABELER:
-            # Labelers see the display image only (a mask could hint at the baseline),
-            # of their own queues' images.
-            if kind != "display" or not labeler_can_view_image(m, image.id):
-                raise Http404
     if kind in ("display", "thumbnail") and image.derivative_status == Image.DerivativeStatus.PENDING:
         from ..services.images import image_make_derivatives
 

@@ -10,7 +10,7 @@ from rest_framework.test import APIClient
 
 from labeling.models import Label, Phase
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory, png_bytes
-from tests.labeling.helpers import add_images, open_calibration_1
+from tests.labeling.helpers import add_images, open_calibration_1, submit
 
 pytestmark = pytest.mark.django_db
 
@@ -418,3 +418,37 @@ def test_a_bad_tone_order_is_refused(lead_api, project):
     assert r.status_code == 400
     r = lead_api.patch(f"/api/projects/{project.id}/", {"tone_order": list(range(10, 0, -1))}, format="json")
     assert r.status_code == 200 and r.json()["tone_order"] == list(range(10, 0, -1))
+
+
+def test_token_endpoint_shares_the_sign_in_brake(client, lead):
+    """Ten wrong passwords through either door lock both for that username, until a right one after the window."""
+    api = APIClient()
+    for _ in range(10):
+        assert api.post("/api/auth/token/", {"username": "lead", "password": "wrong"}, format="json").status_code == 400
+    r = api.post("/api/auth/token/", {"username": "lead", "password": "pw-test-123"}, format="json")
+    assert r.status_code == 429 and "Too many wrong passwords" in r.json()["detail"]
+    assert client.post("/login/", {"username": "lead", "password": "pw-test-123"}).status_code == 429
+    UserFactory(username="other")
+    assert api.post("/api/auth/token/", {"username": "other", "password": "pw-test-123"}).status_code == 200
+
+
+def test_every_paginated_list_has_one_shape(lead_api, project, labelers):
+    """DRF's page (count, next, previous, results), the consensus images included (extra keys may follow)."""
+    add_images(project, 4)
+    phase = open_calibration_1(project, size=4, cal1=4, labels_per_image=2)
+    for m in labelers:
+        for a in phase.assignments.filter(labeler=m):
+            submit(phase, m, a.image_id, tones=[4])
+    urls = [
+        f"/api/projects/{project.id}/images/",
+        f"/api/projects/{project.id}/imports/",
+        f"/api/projects/{project.id}/jobs/",
+        f"/api/projects/{project.id}/baselines/",
+        f"/api/projects/{project.id}/consensus/images/?phase={phase.id}",
+    ]
+    for url in urls:
+        body = lead_api.get(url).json()
+        assert list(body)[:4] == ["count", "next", "previous", "results"], (url, list(body))
+    body = lead_api.get(urls[-1]).json()
+    assert body["count"] == 4 and body["phase"]["id"] == phase.id and "n_pages" not in body
+    assert lead_api.get(urls[-1] + "&page=9").status_code == 404

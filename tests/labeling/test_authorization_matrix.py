@@ -356,3 +356,32 @@ def test_authorization_matrix(role, media_root):
         if (template, method) in expected and expected[(template, method)] != got
     ]
     assert not changed, f"{role}: " + "; ".join(changed)
+
+
+@pytest.mark.django_db
+def test_the_one_rule_and_its_answers():
+    """``selectors.project_access`` decides; ``errors.http_error`` answers (404 hides, 403 tells)."""
+    from django.core.exceptions import PermissionDenied
+    from django.http import Http404
+
+    from labeling.errors import NotAMember, WrongRole, http_error
+    from labeling.selectors import project_access
+
+    lead, labeler, root = (UserFactory(username=n) for n in ("r-lead", "r-labeler", "r-root"))
+    root.is_superuser = True
+    root.save()
+    project = ProjectFactory(created_by=lead)
+    m = MembershipFactory(project=project, user=labeler)
+    assert project_access(labeler, project, Membership.Role.LABELER) == m
+    assert project_access(root, project, Membership.Role.LEAD) is None  # superusers pass as leads
+    with pytest.raises(NotAMember):
+        project_access(root, project, Membership.Role.LABELER)  # ...not as labelers
+    with pytest.raises(WrongRole) as refused:
+        project_access(labeler, project, Membership.Role.LEAD)
+    assert isinstance(http_error(refused.value), PermissionDenied)
+    with pytest.raises(WrongRole) as hidden:
+        project_access(labeler, project, Membership.Role.LEAD, hide_from_other_roles=True)
+    assert isinstance(http_error(hidden.value), Http404)
+    with pytest.raises(NotAMember) as stranger:
+        project_access(UserFactory(username="r-stranger"), project)
+    assert isinstance(http_error(stranger.value), Http404)

@@ -158,3 +158,21 @@ def test_token_endpoint_is_rate_limited(lead):
         for _ in range(25)
     ]
     assert codes[0] == 400 and codes[-1] == 429
+
+
+def test_members_page_and_api_add_people_the_same_way(client, project, lead):
+    """One service behind both: a new person needs a password; an existing one is added as is."""
+    from rest_framework.test import APIClient
+
+    from tests.factories import UserFactory
+
+    client.force_login(lead)
+    r = client.post(f"/projects/{project.id}/members/", {"username": "nopass", "role": "labeler"})
+    assert "A new person needs a password" in r.content.decode()
+    api = APIClient()
+    api.force_authenticate(lead)
+    r = api.post(f"/api/projects/{project.id}/members/", {"username": "nopass"}, format="json")
+    assert r.status_code == 400 and "A new person needs a password" in r.json()["password"][0]
+    UserFactory(username="known")
+    r = client.post(f"/projects/{project.id}/members/", {"username": "known", "role": "reviewer"})
+    assert r.status_code == 302 and project.memberships.get(user__username="known").pseudonym == "R01"

@@ -1,0 +1,30 @@
+"""``POST /api/auth/token/``: a token for a username and password."""
+
+from rest_framework.authtoken.models import Token
+from rest_framework.authtoken.views import ObtainAuthToken
+from rest_framework.exceptions import Throttled, ValidationError
+from rest_framework.response import Response
+from rest_framework.throttling import ScopedRateThrottle
+
+from ...signin import signin_failed, signin_locked, signin_succeeded
+
+
+class ThrottledObtainAuthToken(ObtainAuthToken):
+    """DRF's token endpoint, with the ``login`` rate (settings: DEFAULT_THROTTLE_RATES) and the
+    sign-in page's brake on password guessing (``labeling.signin``): 429 while it holds."""
+
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "login"
+
+    def post(self, request, *args, **kwargs):
+        username = request.data.get("username", "") if hasattr(request.data, "get") else ""
+        username = username if isinstance(username, str) else ""
+        if signin_locked(request, username):
+            raise Throttled(detail="Too many wrong passwords for this username; try again later.")
+        serializer = self.get_serializer(data=request.data)
+        if not serializer.is_valid():
+            signin_failed(request, username)
+            raise ValidationError(serializer.errors)
+        signin_succeeded(request, username)
+        token, _ = Token.objects.get_or_create(user=serializer.validated_data["user"])
+        return Response({"token": token.key})

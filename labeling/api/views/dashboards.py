@@ -1,0 +1,152 @@
+"""The lead's dashboards in the API: consensus and labeler quality, and the colorimetric baselines.
+
+Leads only (superusers pass); anyone else gets 404, members with another role included
+(``hide_from_other_roles``): labelers never learn these numbers exist. One viewset, so that
+the router keeps their URL names (``api-consensus``, ``api-baselines``, ...).
+"""
+
+from django.http import Http404
+from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.response import Response
+
+from ... import selectors
+from ...models import Membership, Project
+from ...services import baselines as baseline_services
+from ...services import consensus as consensus_services
+from ..serializers import JobSerializer
+
+_PHASE = OpenApiParameter("phase", int, description="Phase id (default: main, else the latest phase with labels).")
+
+
+class ProjectDashboardViewSet(viewsets.GenericViewSet):
+    queryset = Project.objects.select_related("scale")
+    filter_backends = []
+
+    def get_object(self) -> Project:
+        project = super().get_object()
+        selectors.project_access(self.request.user, project, Membership.Role.LEAD, hide_from_other_roles=True)
+        return project
+
+    # --- consensus ----------------------------------------------------------------
+
+    @extend_schema(
+        parameters=[_PHASE],
+        responses={200: OpenApiTypes.OBJECT},
+        description=(
+            "Per phase: consensus rates, % exact / within one tone, Krippendorff's alpha (ordinal with a "
+            f"95% image-bootstrap CI, interval alongside), Fleiss' kappa, k-of-n agreement, unique values "
+            "per image, label distribution, labeler x labeler quadratic-weighted kappa; per labeler: "
+            "workload, baseline and its drift, bias against the other labelers, alpha without them, "
+            "test-retest. A number computed from too little data is null with a `reason` "
+            f"(fewer than {consensus_services.MIN_IMAGES} images with 2+ labels). Labelers by pseudonym."
+        ),
+    )
+    @action(detail=True, methods=["get"], url_path="consensus", url_name="consensus")
+    def consensus(self, request, pk=None):
+        """Consensus and labeler quality of a project, with one phase in detail (leads only)."""
+        project = self.get_object()
+        try:
+            phase = selectors.consensus_phase(project, request.query_params.get("phase"))
+        except Http404:
+            raise NotFound("No such phase in this project.") from None
+        return Response(consensus_services.project_consensus(project, phase))
+
+    @extend_schema(
+        parameters=[
+            _PHASE,
+            OpenApiParameter("flag", str, enum=["wide_range", "invalid", "any"]),
+            *[OpenApiParameter(name, bool) for name in consensus_services.BOOLEAN_FILTERS],
+            OpenApiParameter("min_range", float),
+            OpenApiParameter("max_range", float),
+            OpenApiParameter("n_unique", int),
+            OpenApiParameter("min_labels", int, description="valid labels"),
+            OpenApiParameter(
+                "ordering", str, description=f"One of {', '.join(consensus_services.SORTABLE)}; '-' for descending."
+            ),
+            OpenApiParameter("page", int),
+        ],
+        responses={200: OpenApiTypes.OBJECT},
+    )
+    @action(detail=True, methods=["get"], url_path="consensus/images", url_name="consensus-images")
+    def consensus_images(self, request, pk=None):
+        """Per-image consensus (the data-card fields) of one phase, filtered, sorted and paginated
+        (``count``, ``next``, ``previous``, ``results``, and the ``phase``)."""
+        project = self.get_object()
+        try:
+            phase = selectors.consensus_phase(project, request.query_params.get("phase"), default_selected=True)
+        except Http404:
+            raise NotFound("No such phase, or no labels yet.") from None
+        data, rows = selectors.consensus_image_rows(phase, request.query_params)
+        page = self.paginate_queryset(rows)
+        response = self.get_paginated_response(selectors.consensus_image_records(project, data, page))
+        response.data["phase"] = data["summary"]["phase"]
+        return response
+
+    # --- colorimetric baselines -------------------------------------------------------
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("flag", str, description="Only results with this quality flag"),
+            OpenApiParameter("ita_class", str, description="Only results of this ITA class"),
+        ],
+        responses=OpenApiTypes.OBJECT,
+    )
+    @action(detail=True, methods=["get"], url_path="baselines", url_name="baselines")
+    def baselines(self, request, pk=None):
+        """Results for the project's current parameters (or ``?parameters_hash=``).
+
+        Filters: ``flag`` (a flag name, or ``none``), ``ita_class``, ``status`` (ok/failed).
+        """
+        project = self.get_object()
+        qs, _chosen = selectors.baseline_rows(project, request.query_params)
+        page = self.paginate_queryset(qs)
+        response = self.get_paginated_response([selectors.baseline_record(r) for r in page])
+        parameters = baseline_services.baseline_parameters_effective(project)
+        mapping = baseline_services.FITZPATRICK_MAPPINGS[parameters["fitzpatrick_mapping"]]
+        response.data["parameters"] = parameters
+        response.data["parameters_hash"] = baseline_services.baseline_parameters_hash(parameters)
+        response.data["code_version"] = baseline_services.BASELINE_CODE_VERSION
+        response.data["fitzpatrick_mapping_source"] = mapping.source
+        return response
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @action(detail=True, methods=["post"], url_path="baselines/run", url_name="baselines-run")
+    def baselines_run(self, request, pk=None):
+        """Start a run: ``{"parameters": {...}, "image_ids": [...]}`` (both optional). 202 with the job."""
+        project = self.get_object()
+        data = request.data if isinstance(request.data, dict) else None
+        if data is None:
+            raise ValidationError({"detail": "Send a JSON object."})
+        unknown = set(data) - {"parameters", "image_ids"}
+        if unknown:
+            raise ValidationError({k: "Unknown field (use parameters, image_ids)." for k in sorted(unknown)})
+        image_ids = data.get("image_ids")
+        if image_ids is not None and (
+            not isinstance(image_ids, list)
+            or not all(isinstance(i, int) and not isinstance(i, bool) for i in image_ids)
+        ):
+            raise ValidationError({"image_ids": "A list of image ids (integers)."})
+        job = baseline_services.baseline_run_start(
+            project=project, parameters=data.get("parameters"), image_ids=image_ids, user=request.user
+        )
+        job.refresh_from_db()
+        payload = JobSerializer(job).data
+        payload["url"] = reverse("job-detail", args=[job.pk])
+        return Response(payload, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(
+        parameters=[OpenApiParameter("phase", str, description="Phase id, or all (default)")],
+        responses=OpenApiTypes.OBJECT,
+    )
+    @action(detail=True, methods=["get"], url_path="baselines/comparison", url_name="baselines-comparison")
+    def baselines_comparison(self, request, pk=None):
+        """Mean human label vs ITA and apparent albedo: ``?phase=<id>|all&exclude_flagged=1``."""
+        project = self.get_object()
+        phase = selectors.baseline_phase_choice(project, request.query_params.get("phase"))
+        exclude_flagged = request.query_params.get("exclude_flagged") in ("1", "true")
+        return Response(selectors.baseline_comparison_cached(project, phase, exclude_flagged))

@@ -1,0 +1,49 @@
+"""``/api/images/{id}/``: an image, its labels, and sending it back to labelers (leads, reviewers)."""
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+
+from ... import selectors
+from ...models import Image, Membership
+from ...services import labels as label_services
+from .. import serializers as s
+
+
+class ImageViewSet(viewsets.GenericViewSet, mixins.RetrieveModelMixin):
+    serializer_class = s.ImageSerializer
+    queryset = Image.objects.select_related("project", "subject")
+
+    def get_object(self):
+        image = super().get_object()
+        selectors.project_access(self.request.user, image.project, Membership.Role.LEAD, Membership.Role.REVIEWER)
+        return image
+
+    def _lead(self) -> Image:
+        image = self.get_object()
+        selectors.project_access(self.request.user, image.project, Membership.Role.LEAD)
+        return image
+
+    @extend_schema(responses=s.LabelSerializer(many=True))
+    @action(detail=True, methods=["get"])
+    def labels(self, request, pk=None):
+        image = self._lead()
+        labels = image.labels.select_related("labeler").order_by("phase_id", "labeler__pseudonym")
+        return Response(s.LabelSerializer(labels, many=True).data)
+
+    @extend_schema(request=s.RelabelSerializer, responses={201: None})
+    @action(detail=True, methods=["post"])
+    def relabel(self, request, pk=None):
+        """Send this image back to chosen labelers (post-calibration)."""
+        image = self._lead()
+        data = s.RelabelSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        labelers = list(image.project.memberships.filter(id__in=data.validated_data["labeler_ids"]))
+        if len(labelers) != len(set(data.validated_data["labeler_ids"])):
+            raise ValidationError({"labeler_ids": "Some ids are not members of this project."})
+        created = label_services.relabel_request(
+            image=image, labelers=labelers, reason=data.validated_data["reason"], user=request.user
+        )
+        return Response({"requested": len(created)}, status=status.HTTP_201_CREATED)

@@ -1,0 +1,242 @@
+"""``/api/phases/{id}/``: a phase for its lead (open, close, progress, reflections, review, label
+imports) and for its labelers (the next image, submitting answers, the reflection)."""
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.parsers import MultiPartParser
+from rest_framework.response import Response
+
+from ... import selectors
+from ...models import Membership, Phase
+from ...services import labels as label_services
+from ...services import phases as phase_services
+from .. import serializers as s
+
+
+def assignment_payload(assignment) -> dict:
+    """What a labeler gets about the next image: nothing but the picture (blind labeling).
+
+    The same fields as ``AssignmentSerializer``, built directly: this is on every submit.
+    """
+    image = assignment.image
+    return {
+        "id": assignment.id,
+        "position": assignment.position,
+        "kind": assignment.kind,
+        "image": {
+            "id": image.id,
+            "width": image.width,
+            "height": image.height,
+            "display_url": f"/images/{image.id}/file/display/",
+        },
+    }
+
+
+def _queue_payload(phase: Phase, m: Membership) -> dict:
+    queue = selectors.assignment_queue(phase=phase, labeler=m, limit=2)
+    return {
+        "current": assignment_payload(queue[0]) if queue else None,
+        "preload": assignment_payload(queue[1]) if len(queue) > 1 else None,
+    }
+
+
+def _label_payload(label) -> dict:
+    return {
+        "id": label.id,
+        "image": label.image_id,
+        "tones": [t for t in (label.tone_low, label.tone_high) if t is not None],
+        "value": label.value,
+        "uncertain": label.uncertain,
+        "skip_reason": label.skip_reason,
+        "n_revisions": label.n_revisions,
+        "updated_at": label.updated_at,
+    }
+
+
+class PhaseViewSet(viewsets.GenericViewSet, mixins.RetrieveModelMixin):
+    serializer_class = s.PhaseSerializer
+    queryset = Phase.objects.select_related("project", "project__scale")
+
+    def retrieve(self, request, *args, **kwargs):
+        phase = self.get_object()
+        if self.membership is not None and self.membership.role == Membership.Role.LABELER:
+            return Response(s.LabelerPhaseSerializer(phase).data)
+        return Response(s.PhaseSerializer(phase).data)
+
+    def get_object(self):
+        """The phase for any member; a labeler only sees the phases they take part in."""
+        phase = super().get_object()
+        self.membership = selectors.project_access(self.request.user, phase.project)
+        if (
+            self.membership
+            and self.membership.role == Membership.Role.LABELER
+            and not phase.assignments.filter(labeler=self.membership).exists()
+        ):
+            raise NotFound()
+        return phase
+
+    def _lead(self) -> Phase:
+        phase = self.get_object()
+        selectors.project_access(self.request.user, phase.project, Membership.Role.LEAD)
+        return phase
+
+    def _labeler(self) -> tuple[Phase, Membership]:
+        """The phase and the requester's labeler membership (the labeling hot path: two queries).
+
+        A labeler of the project who takes no part in the phase gets empty results
+        (``next`` answers 404), never another labeler's data.
+        """
+        phase = super().get_object()
+        m = selectors.project_access(self.request.user, phase.project, Membership.Role.LABELER)
+        m.user = self.request.user
+        m.project = phase.project
+        return phase, m
+
+    @extend_schema(request=s.PhaseOpenSerializer, responses=s.PhaseSerializer)
+    @action(detail=True, methods=["post"])
+    def open(self, request, pk=None):
+        phase = self._lead()
+        data = s.PhaseOpenSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        phase = phase_services.phase_open(phase=phase, **data.validated_data)
+        return Response(s.PhaseSerializer(phase).data)
+
+    @extend_schema(request=None, responses=s.PhaseSerializer)
+    @action(detail=True, methods=["post"])
+    def close(self, request, pk=None):
+        phase = phase_services.phase_close(phase=self._lead())
+        return Response(s.PhaseSerializer(phase).data)
+
+    @extend_schema(request=s.LabelsPerImageSerializer, responses=s.PhaseSerializer)
+    @action(detail=True, methods=["post"], url_path="labels-per-image")
+    def labels_per_image(self, request, pk=None):
+        phase = self._lead()
+        data = s.LabelsPerImageSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        added = phase_services.phase_set_labels_per_image(phase=phase, **data.validated_data)
+        phase.refresh_from_db()
+        return Response({**s.PhaseSerializer(phase).data, "assignments_added": added})
+
+    @action(detail=True, methods=["get"])
+    def progress(self, request, pk=None):
+        phase = self.get_object()
+        m = self.membership
+        report = phase_services.phase_progress(phase)
+        if m is not None and m.role == Membership.Role.LABELER:
+            mine = [r for r in report["labelers"] if r["labeler_id"] == m.id]
+            return Response({"phase_id": phase.id, "status": phase.status, "me": mine[0] if mine else None})
+        selectors.project_access(request.user, phase.project, Membership.Role.LEAD)
+        return Response(report)
+
+    @action(detail=True, methods=["get"])
+    def next(self, request, pk=None):
+        """My next image in this phase, the one after it (to preload), and my progress."""
+        phase, m = self._labeler()
+        counts = selectors.labeler_progress(phase=phase, labeler=m)
+        if not counts["total"]:
+            raise NotFound()
+        return Response(
+            {
+                "phase": {"id": phase.id, "kind": phase.kind, "status": phase.status},
+                "done": counts["done"],
+                "total": counts["total"],
+                **_queue_payload(phase, m),
+            }
+        )
+
+    @extend_schema(request=s.LabelSubmitSerializer, responses=s.MyLabelSerializer)
+    @action(detail=True, methods=["get", "post"])
+    def labels(self, request, pk=None):
+        """GET: my answers in this phase (in the order shown). POST: submit an answer (idempotent on client_id)."""
+        phase, m = self._labeler()
+        if request.method == "GET":
+            history = selectors.labeler_history(phase=phase, labeler=m)
+            return Response(
+                [
+                    {
+                        **s.MyLabelSerializer(h["label"]).data,
+                        "position": h["assignment"].position,
+                        "display_url": s.LabelerImageSerializer(h["assignment"].image).data["display_url"],
+                    }
+                    for h in history
+                ]
+            )
+        data = s.LabelSubmitSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        revision = label_services.label_submit(
+            phase=phase,
+            labeler=m,
+            image_id=v["image"],
+            client_id=v["client_id"],
+            tones=v.get("tones"),
+            uncertain=v["uncertain"],
+            skip_reason=v["skip_reason"],
+            time_spent_ms=v["time_spent_ms"],
+            tone_order=v.get("tone_order"),
+            client_info=v.get("client_info"),
+        )
+        queue = _queue_payload(phase, m)
+        return Response(
+            {
+                "label": _label_payload(revision.label),
+                "revision": revision.number,
+                "next": queue["current"],
+                "preload": queue["preload"],
+            },
+            # 201: a new label; 200: a changed answer, or a replay of a submit already stored.
+            status=status.HTTP_201_CREATED
+            if revision.number == 1 and not getattr(revision, "replayed", False)
+            else status.HTTP_200_OK,
+        )
+
+    @extend_schema(request=s.ReflectionSerializer, responses=s.ReflectionSerializer)
+    @action(detail=True, methods=["get", "put"])
+    def reflection(self, request, pk=None):
+        """My reflection at the end of a calibration phase."""
+        phase, m = self._labeler()
+        if request.method == "GET":
+            reflection = phase.reflections.filter(labeler=m).first()
+            if reflection is None:
+                raise NotFound("No reflection yet.")
+            return Response(s.ReflectionSerializer(reflection).data)
+        data = s.ReflectionSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        reflection = label_services.reflection_submit(phase=phase, labeler=m, **data.validated_data)
+        return Response(s.ReflectionSerializer(reflection).data)
+
+    @extend_schema(responses=s.ReflectionSerializer(many=True))
+    @action(detail=True, methods=["get"])
+    def reflections(self, request, pk=None):
+        """Every labeler's reflection, side by side (leads)."""
+        phase = self._lead()
+        return Response(s.ReflectionSerializer(phase.reflections.select_related("labeler"), many=True).data)
+
+    @extend_schema(
+        request={
+            "multipart/form-data": {"type": "object", "properties": {"file": {"type": "string", "format": "binary"}}}
+        },
+        responses={200: dict},
+    )
+    @action(detail=True, methods=["post"], url_path="labels-import", parser_classes=[MultiPartParser])
+    def labels_import(self, request, pk=None):
+        """Import labels made elsewhere (CSV: image_id, labeler, tones, uncertain, skip_reason, time_spent_s)."""
+        from ...services.label_imports import labels_import
+
+        phase = self._lead()
+        upload = request.FILES.get("file")
+        if upload is None:
+            raise ValidationError({"file": "Send a CSV file as 'file'."})
+        if upload.size > 50 * 1024 * 1024:
+            raise ValidationError({"file": "At most 50 MB."})
+        return Response(labels_import(phase=phase, data=upload.read(), user=request.user))
+
+    @action(detail=True, methods=["get"])
+    def review(self, request, pk=None):
+        """Images that look like mistakes: an outlying selection, skips, uncertain or invalid labels."""
+        from ...services.review import review_candidates
+
+        phase = self._lead()
+        return Response(review_candidates(phase))

@@ -1,0 +1,140 @@
+"""``/api/projects/``: projects, their members, images, imports, phases, calibration and jobs."""
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.response import Response
+
+from ... import selectors
+from ...models import Membership, Phase, Project
+from ...services import phases as phase_services
+from ...services import projects as project_services
+from .. import serializers as s
+from .imports import import_from_request
+
+
+class ProjectViewSet(
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    mixins.UpdateModelMixin,
+    viewsets.GenericViewSet,
+):
+    serializer_class = s.ProjectSerializer
+    http_method_names = ["get", "post", "patch", "head", "options"]
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return Project.objects.none()
+        return selectors.projects_for(self.request.user).select_related("scale")
+
+    def get_object(self, *roles: str) -> Project:
+        """The project, if the requester has one of ``roles`` in it (any role when none is named)."""
+        project = super().get_object()
+        self.membership = selectors.project_access(self.request.user, project, *roles)
+        return project
+
+    def perform_create(self, serializer):
+        if not selectors.can_create_projects(self.request.user):
+            raise PermissionDenied("Creating projects needs staff status or the 'add project' permission.")
+        serializer.instance = project_services.project_create(created_by=self.request.user, **serializer.validated_data)
+
+    def perform_update(self, serializer):
+        selectors.project_access(self.request.user, serializer.instance, Membership.Role.LEAD)
+        serializer.instance = project_services.project_update(project=serializer.instance, **serializer.validated_data)
+
+    @extend_schema(request=s.MembershipCreateSerializer, responses=s.MembershipSerializer(many=True))
+    @action(detail=True, methods=["get", "post"])
+    def members(self, request, pk=None):
+        project = self.get_object(Membership.Role.LEAD)
+        if request.method == "GET":
+            return Response(s.MembershipSerializer(project.memberships.select_related("user"), many=True).data)
+        data = s.MembershipCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        m = project_services.member_add_or_create(project=project, **data.validated_data)
+        return Response(s.MembershipSerializer(m).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("subject", str, description="Subject id"),
+            OpenApiParameter("attr", str, description="Attribute filter key:value (repeatable)"),
+            OpenApiParameter("phase", int, description="Only images of this phase"),
+        ],
+        responses=s.ImageSerializer(many=True),
+    )
+    @action(detail=True, methods=["get"])
+    def images(self, request, pk=None):
+        project = self.get_object(Membership.Role.LEAD, Membership.Role.REVIEWER)
+        qs = project.images.select_related("subject").order_by("id")
+        if subject := request.query_params.get("subject"):
+            qs = qs.filter(subject__external_id=subject)
+        if phase := request.query_params.get("phase"):
+            if not phase.isdigit():
+                raise ValidationError({"phase": "A phase id."})
+            qs = qs.filter(phase_images__phase_id=int(phase))
+        filters = {}
+        for item in request.query_params.getlist("attr"):
+            key, sep, value = item.partition(":")
+            if not sep or not key.replace("_", "").isalnum():
+                raise ValidationError({"attr": "Use attr=key:value with a key of letters, digits and _."})
+            filters[key] = value
+        qs = selectors.image_filter_by_attributes(qs, filters)
+        page = self.paginate_queryset(qs)
+        return self.get_paginated_response(s.ImageSerializer(page, many=True).data)
+
+    @extend_schema(
+        request={
+            "multipart/form-data": {
+                "type": "object",
+                "properties": {
+                    "files": {"type": "array", "items": {"type": "string", "format": "binary"}},
+                    "archive": {"type": "string", "format": "binary"},
+                    "manifest": {"type": "string", "format": "binary"},
+                    "folder": {"type": "string"},
+                },
+            }
+        },
+        responses=s.ImportBatchSerializer,
+    )
+    @action(detail=True, methods=["get", "post"], parser_classes=[MultiPartParser, FormParser, JSONParser])
+    def imports(self, request, pk=None):
+        """List imports, or import images: ``files`` (many), an ``archive`` (zip), or a ``manifest``
+        (CSV/JSON Lines) with an optional ``archive`` or server ``folder``. Returns the per-file report."""
+        project = self.get_object(Membership.Role.LEAD)
+        if request.method == "GET":
+            page = self.paginate_queryset(project.imports.all())
+            return self.get_paginated_response(
+                s.ImportBatchSerializer(page, many=True, context={"request": request}).data
+            )
+        batch = import_from_request(project, request)
+        return Response(s.ImportBatchSerializer(batch).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses=s.PhaseSerializer(many=True))
+    @action(detail=True, methods=["get"])
+    def phases(self, request, pk=None):
+        project = self.get_object()
+        m = self.membership
+        qs = project.phases.order_by("id")
+        if m is not None and m.role == Membership.Role.LABELER:
+            qs = qs.filter(assignments__labeler=m).exclude(status=Phase.Status.DRAFT).distinct()
+            return Response(s.LabelerPhaseSerializer(qs, many=True).data)
+        return Response(s.PhaseSerializer(qs, many=True).data)
+
+    @extend_schema(request=s.CalibrationConfigureSerializer, responses=s.PhaseSerializer(many=True))
+    @action(detail=True, methods=["post"], url_path="calibration")
+    def calibration(self, request, pk=None):
+        """Choose the calibration set (random with a recorded seed, or by hand) and split it."""
+        project = self.get_object(Membership.Role.LEAD)
+        data = s.CalibrationConfigureSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        phases = phase_services.calibration_configure(project=project, **data.validated_data)
+        return Response(s.PhaseSerializer(phases, many=True).data)
+
+    @extend_schema(responses=s.JobSerializer(many=True))
+    @action(detail=True, methods=["get"])
+    def jobs(self, request, pk=None):
+        project = self.get_object(Membership.Role.LEAD)
+        page = self.paginate_queryset(project.jobs.all())
+        return self.get_paginated_response(s.JobSerializer(page, many=True).data)

@@ -1,0 +1,188 @@
+"""What the consensus pages show, built from the service's numbers: text and table rows only.
+
+The views fetch; this module formats (numbers as text, the tables' rows and columns), so
+the templates only print and the views hold no presentation.
+"""
+
+from .. import plots
+from ..services import consensus as svc
+
+COMPARISON_ROWS = [
+    ("Near consensus (all values within one tone)", ("near_consensus",), "pct"),
+    ("Overlap consensus (all selections share a tone)", ("overlap_consensus",), "pct"),
+    ("Complete consensus (identical selections)", ("complete_consensus",), "pct"),
+    ("Pairs of labels that agree exactly", ("percent_exact",), "pct"),
+    ("Pairs of labels within one tone", ("percent_within_one",), "pct"),
+    ("Krippendorff's alpha, ordinal", ("alpha", "ordinal"), "alpha"),
+    ("Krippendorff's alpha, interval", ("alpha", "interval"), "num"),
+    ("Fleiss' kappa (nominal)", ("fleiss_kappa",), "num"),
+]
+
+IMAGE_COLUMNS = [
+    ("image_id", "Image"),
+    ("n_valid", "Valid"),
+    ("mean", "Mean"),
+    ("std", "Std"),
+    ("median", "Median"),
+    ("mode", "Mode"),
+    ("min", "Min"),
+    ("max", "Max"),
+    ("range", "Range"),
+    ("complete_consensus", "Complete"),
+    ("overlap_consensus", "Overlap"),
+    ("near_consensus", "Near"),
+    ("n_unique_values", "Unique"),
+    ("n_connected_groups", "Groups"),
+    ("any_uncertainty", "Uncertain"),
+]
+
+FILTER_TITLES = {
+    "complete_consensus": "Complete",
+    "overlap_consensus": "Overlap",
+    "near_consensus": "Near",
+    "any_uncertainty": "Uncertain",
+    "wide_range": f"Range ≥ {svc.WIDE_RANGE}",
+}
+
+
+def display(obj):
+    """Copy of a dashboard dict where every ``{"value", "reason"}`` gets ``pct``, ``num`` and ``signed`` texts."""
+    if isinstance(obj, list):
+        return [display(x) for x in obj]
+    if not isinstance(obj, dict):
+        return obj
+    out = {k: display(v) for k, v in obj.items()}
+    if "value" in obj and "reason" in obj:
+        value = obj["value"]
+        out["pct"] = None if value is None else f"{value * 100:.1f}%"
+        out["num"] = None if value is None else f"{value:.3f}"
+        out["signed"] = None if value is None else f"{value:+.2f}"
+    return out
+
+
+def _agreement_cell(summary: dict, path: tuple[str, ...]) -> dict:
+    cell = summary["agreement"]
+    for key in path:
+        cell = cell[key]
+    return cell
+
+
+def comparison_rows(phases: list[dict]) -> list[dict]:
+    """One row per agreement measure, one cell per phase."""
+    return [
+        {"label": label, "cells": [_agreement_cell(s, path) for s in phases], "fmt": fmt}
+        for label, path, fmt in COMPARISON_ROWS
+    ]
+
+
+def _distribution_cells(phases: list[dict], index: int, value: float) -> list[dict]:
+    cells = []
+    for summary in phases:
+        dist = summary["label_distribution"]
+        total = sum(dist["counts"]) or 1
+        count = dist["counts"][index]
+        cells.append(
+            {
+                "count": count,
+                "pct": f"{count / total * 100:.1f}%",
+                "few": value % 1 == 0 and int(value) in dist["under_represented"],
+            }
+        )
+    return cells
+
+
+def distribution_rows(phases: list[dict], tones: dict[int, dict]) -> list[dict]:
+    """One row per tone (and per half-step somebody used), one cell per phase."""
+    if not phases:
+        return []
+    rows = []
+    for index, value in enumerate(phases[0]["label_distribution"]["values"]):
+        cells = _distribution_cells(phases, index, value)
+        if value % 1 and not any(c["count"] for c in cells):
+            continue  # half-steps nobody used
+        tone = tones.get(int(value)) if value % 1 == 0 else None
+        rows.append(
+            {
+                "label": f"{value:g}" if tone is None else f"{tone['code']}",
+                "hex": tone and tone["hex"],
+                "pair": bool(value % 1),
+                "cells": cells,
+            }
+        )
+    return rows
+
+
+def drift_rows(labelers: list[dict], phases: list[dict]) -> list[dict]:
+    """Each labeler's baseline in each phase."""
+    return [
+        {
+            "labeler": row["labeler"],
+            "cells": [next((b for b in row["baseline"] if b["phase_id"] == s["phase"]["id"]), None) for s in phases],
+        }
+        for row in labelers
+    ]
+
+
+def kappa_rows(selected: dict | None) -> list[dict]:
+    """The labeler x labeler kappa matrix of the selected phase, as text with the images in common."""
+    if not selected:
+        return []
+    kappa = selected["kappa"]
+    return [
+        {
+            "labeler": name,
+            "cells": [{"text": "—" if k is None else f"{k:.2f}", "n": n} for k, n in zip(row, common, strict=True)],
+        }
+        for name, row, common in zip(kappa["labelers"], kappa["matrix"], kappa["n_common"], strict=True)
+    ]
+
+
+def band_table(selected: dict | None) -> tuple[list, list[dict]]:
+    """The tone bands (columns) and each labeler's bias in them (rows) in the selected phase."""
+    if not selected:
+        return [], []
+    bands = sorted({b["band"] for row in selected["per_labeler"] for b in row["bias_by_band"]})
+    rows = []
+    for row in selected["per_labeler"]:
+        by_band = {b["band"]: b for b in row["bias_by_band"]}
+        rows.append({"labeler": row["labeler"], "cells": [by_band.get(band) for band in bands]})
+    return bands, rows
+
+
+def dashboard_context(dashboard: dict) -> dict:
+    """Everything the dashboard page prints."""
+    dashboard = display(dashboard)
+    phases = dashboard["phases"]
+    selected = dashboard["selected"]
+    bands, band_rows = band_table(selected)
+    return {
+        "dashboard": dashboard,
+        "selected": selected,
+        "kappa_rows": kappa_rows(selected),
+        "band_rows": band_rows,
+        "bands": bands,
+        "phases": phases,
+        "comparison": comparison_rows(phases),
+        "distribution": distribution_rows(phases, {t["position"]: t for t in dashboard["project"]["tones"]}),
+        "drift_rows": drift_rows(dashboard["labelers"], phases),
+        "plot_names": plots.PLOTS,
+        "min_images": svc.MIN_IMAGES,
+        "wide_range": svc.WIDE_RANGE,
+    }
+
+
+def images_page_context(params, phase) -> dict:
+    """The images table's columns, filters and links (the query kept across pages and sorting)."""
+    query = params.copy()
+    query.pop("page", None)
+    query.setdefault("phase", str(phase.pk))
+    unordered = query.copy()
+    unordered.pop("ordering", None)
+    return {
+        "params": params,
+        "query": query.urlencode(),
+        "query_without_ordering": unordered.urlencode(),
+        "columns": IMAGE_COLUMNS,
+        "boolean_filters": [(n, FILTER_TITLES[n], params.get(n, "")) for n in svc.BOOLEAN_FILTERS],
+        "wide_range": svc.WIDE_RANGE,
+    }
