@@ -229,17 +229,17 @@ def main(n_images: int = 100_000, n_labelers: int = 4) -> None:
         # serves the last computation and enqueues a refresh (recorded here, not sent).
         from django.conf import settings as dj_settings
 
-        from labeling import consensus_tasks
+        from labeling.services import queue
 
         dj_settings.FAIRTONE["CONSENSUS_BACKGROUND_REFRESH"] = True
         dj_settings.CELERY_TASK_ALWAYS_EAGER = False
         sent = []
-        consensus_tasks.consensus_refresh_task.delay = lambda *args: sent.append(args)
+        queue.enqueue = lambda name, *args: sent.append((name, *args))
         label = main_phase.labels.first()
 
         def changed_then_get():
             Label.objects.filter(pk=label.pk).update(updated_at=timezone.now())
-            cache.delete(svc._key("refreshing", main_phase.id, "any"))
+            svc.phase_refresh_unlock(main_phase.id)
             return client.get(page_url)
 
         stale_page = _timed(changed_then_get, 10)

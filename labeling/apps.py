@@ -10,3 +10,4 @@ class LabelingConfig(AppConfig):
         from . import signals
 
         signals.connect()
+        from . import tasks  # noqa: F401  (registers the Celery tasks)

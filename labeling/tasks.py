@@ -1,78 +1,99 @@
-"""Celery tasks. Each takes ids, loads rows, calls a service, and is safe to run twice.
+"""Every Celery task of the app. Each takes ids, loads rows, calls a service, and is safe to run twice.
 
-Enqueue them with ``transaction.on_commit`` (see ``enqueue_on_commit``), never
-inside an open transaction: the worker could otherwise look for rows that are
-not committed yet.
+The services never import this module: they send a task by its name through
+``labeling.services.queue`` (``enqueue_on_commit``, after the transaction commits,
+so the worker never looks for rows that are not committed yet). The names are
+defined there; this module registers a task under each of them. It is imported
+when the app starts (``LabelingConfig.ready``) and by the worker's autodiscovery.
+
+Every task has the same retry policy (``RETRYING``) and its own named time limits
+(``TIME_LIMITS``); the soft limit leaves time to record what was not done.
 """
 
 import logging
 
 from celery import shared_task
-from django.db import transaction
+from celery.exceptions import SoftTimeLimitExceeded
+
+from .models import Image, Job, Phase
+from .services import queue
+from .services.baselines import (
+    BASELINE_TASK_SOFT_TIME_LIMIT,
+    BASELINE_TASK_TIME_LIMIT,
+    baseline_image_ensure,
+    baseline_run_batch,
+    baseline_run_batch_abandon,
+    baseline_run_prepare,
+)
+from .services.consensus import phase_refresh_unlock, phase_summary_refresh
+from .services.images import image_make_derivatives
 
 logger = logging.getLogger(__name__)
 
-
-# Every task here: acknowledged after it ran (a worker that dies mid-task leaves it to
-# another), retried with backoff on transient storage errors (OSError), at most 3 times.
+#: Every task: acknowledged after it ran (a worker that dies mid-task leaves it to
+#: another), retried with backoff on transient storage errors (OSError), at most 3 times.
 RETRYING = {"bind": True, "acks_late": True, "autoretry_for": (OSError,), "retry_backoff": True, "max_retries": 3}
 
+#: (hard, soft) time limit in seconds of each task.
+TIME_LIMITS = {
+    # Decode one image (at most FAIRTONE["MAX_IMAGE_PIXELS"]) and write two resized JPEGs.
+    queue.IMAGE_MAKE_DERIVATIVES: (300, 280),
+    # One image's baseline: a measurement and an overlay (well under a second for 12 MP).
+    queue.IMAGE_COMPUTE_BASELINE: (120, 100),
+    # Splitting a run into batches: one query over the project's image ids.
+    queue.BASELINE_RUN: (120, 100),
+    # BASELINE_BATCH_SIZE images; their cost is measured next to these limits.
+    queue.BASELINE_BATCH: (BASELINE_TASK_TIME_LIMIT, BASELINE_TASK_SOFT_TIME_LIMIT),
+    # One phase's consensus summary (100,000 images x 4 labels: about 5 s on a loaded 2-core machine).
+    queue.CONSENSUS_REFRESH: (600, 570),
+}
 
-def enqueue_on_commit(task, *args) -> None:
-    """Send ``task`` once the current transaction commits (at once outside one)."""
-    transaction.on_commit(lambda: task.delay(*args))
+
+def _options(name: str) -> dict:
+    """The task decorator's options: its registered name, the retry policy and its limits."""
+    hard, soft = TIME_LIMITS[name]
+    return {"name": name, **RETRYING, "time_limit": hard, "soft_time_limit": soft}
 
 
-@shared_task(**RETRYING, time_limit=300, soft_time_limit=280)
+def _final_attempt(task) -> bool:
+    """On the last attempt storage errors are recorded as failures instead of raised (never retried forever)."""
+    return task.request.retries >= (task.max_retries or 0)
+
+
+@shared_task(**_options(queue.IMAGE_MAKE_DERIVATIVES))
 def image_make_derivatives_task(self, image_id: int) -> str:
-    from .models import Image
-    from .services.images import image_make_derivatives
-
     image = Image.objects.filter(pk=image_id).first()
     if image is None:
         return "missing"
     image_make_derivatives(image=image)
     # Chained: the colorimetric baseline of a new image (a no-op when it exists).
-    image_compute_baseline_task.delay(image_id)
+    queue.enqueue(queue.IMAGE_COMPUTE_BASELINE, image_id)
     return image.derivative_status
 
 
 # --- colorimetric baselines ------------------------------------------------------
-# Time limits: a batch is BASELINE_BATCH_SIZE images (see labeling.services.baselines
-# for what one costs); the soft limit leaves time to record the unprocessed images.
 
 
-@shared_task(**RETRYING, time_limit=120, soft_time_limit=100)
+@shared_task(**_options(queue.BASELINE_RUN))
 def baseline_run_task(self, job_id: int) -> int:
     """Start a baseline run: split its images into batches and enqueue one task per batch."""
-    from .models import Job
-    from .services.baselines import baseline_run_prepare
-
     job = Job.objects.filter(pk=job_id).select_related("project").first()
     if job is None or job.status not in (Job.Status.QUEUED, Job.Status.RUNNING):
         return 0
     batches = baseline_run_prepare(job=job)
     for image_ids in batches:
-        baseline_batch_task.delay(job_id, image_ids)
+        queue.enqueue(queue.BASELINE_BATCH, job_id, image_ids)
     return len(batches)
 
 
-@shared_task(**RETRYING, time_limit=600, soft_time_limit=540)
+@shared_task(**_options(queue.BASELINE_BATCH))
 def baseline_batch_task(self, job_id: int, image_ids: list[int]) -> str:
     """Compute one batch of a run. Safe to run twice (a retried batch counts no image twice)."""
-    from celery.exceptions import SoftTimeLimitExceeded
-
-    from .models import Job
-    from .services.baselines import baseline_run_batch, baseline_run_batch_abandon
-
     job = Job.objects.filter(pk=job_id).select_related("project").first()
     if job is None:
         return "missing"
-    # On the last attempt, storage errors are recorded as failures instead of raised:
-    # an image is never retried forever and the run always finishes.
-    final_attempt = self.request.retries >= (self.max_retries or 0)
     try:
-        baseline_run_batch(job=job, image_ids=image_ids, final_attempt=final_attempt)
+        baseline_run_batch(job=job, image_ids=image_ids, final_attempt=_final_attempt(self))
     except SoftTimeLimitExceeded:
         logger.warning("baseline batch of job %s hit its time limit", job_id)
         baseline_run_batch_abandon(
@@ -81,15 +102,27 @@ def baseline_batch_task(self, job_id: int, image_ids: list[int]) -> str:
     return "ok"
 
 
-@shared_task(**RETRYING, time_limit=120, soft_time_limit=100)
+@shared_task(**_options(queue.IMAGE_COMPUTE_BASELINE))
 def image_compute_baseline_task(self, image_id: int) -> str:
     """The baseline of a new image with its project's current parameters (skipped if present)."""
-    from .models import Image
-    from .services.baselines import baseline_image_ensure
-
     image = Image.objects.filter(pk=image_id).select_related("project").first()
     if image is None:
         return "missing"
-    final_attempt = self.request.retries >= (self.max_retries or 0)
-    row = baseline_image_ensure(image=image, final_attempt=final_attempt)
+    row = baseline_image_ensure(image=image, final_attempt=_final_attempt(self))
     return "exists" if row is None else row.status
+
+
+# --- consensus -------------------------------------------------------------------
+
+
+@shared_task(**_options(queue.CONSENSUS_REFRESH))
+def consensus_refresh_task(self, phase_id: int) -> str:
+    """Recompute a phase's consensus summary into the cache (the dashboard serves the last one meanwhile)."""
+    try:
+        phase = Phase.objects.select_related("project__scale").filter(pk=phase_id).first()
+        if phase is None:
+            return "missing"
+        phase_summary_refresh(phase)
+        return "refreshed"
+    finally:
+        phase_refresh_unlock(phase_id)

@@ -116,3 +116,25 @@ def test_a_baseline_run_reaches_its_total():
     )
     assert rows.count() == 5
     assert rows.filter(status=ImageBaseline.Status.OK).count() == 4
+
+
+def test_every_task_has_the_retry_policy_its_limits_and_reaches_the_worker():
+    """One tasks module: each name the services send is registered, with the shared retry policy and its
+    named time limits; with a real worker, the worker knows every name too (nothing is sent to a name
+    no worker has)."""
+    from config.celery import app
+    from labeling import tasks
+    from labeling.services import queue
+
+    assert {name for name in app.tasks if name.startswith("labeling.")} == set(queue.TASK_NAMES)
+    for name in queue.TASK_NAMES:
+        task = app.tasks[name]
+        assert task.acks_late and task.autoretry_for == (OSError,) and task.retry_backoff and task.max_retries == 3
+        assert (task.time_limit, task.soft_time_limit) == tasks.TIME_LIMITS[name]
+        assert task.soft_time_limit < task.time_limit
+    assert tasks.TIME_LIMITS[queue.BASELINE_BATCH] == (svc.BASELINE_TASK_TIME_LIMIT, svc.BASELINE_TASK_SOFT_TIME_LIMIT)
+    if REAL_WORKER:
+        registered = app.control.inspect(timeout=5).registered() or {}
+        assert registered, "no worker answered"
+        for names in registered.values():
+            assert set(queue.TASK_NAMES) <= set(names)

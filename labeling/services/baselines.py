@@ -560,7 +560,7 @@ def baseline_run_start(
     >>> job.kind, job.total  # doctest: +SKIP
     ('baseline', 40)
     """
-    from ..tasks import baseline_run_task, enqueue_on_commit
+    from . import queue
 
     overrides = baseline_parameters_validate(parameters)
     with transaction.atomic():
@@ -595,7 +595,7 @@ def baseline_run_start(
             total=images.count(),
             created_by=user if user is not None and user.is_authenticated else None,
         )
-        enqueue_on_commit(baseline_run_task, job.id)
+        queue.enqueue_on_commit(queue.BASELINE_RUN, job.id)
     return job
 
 
@@ -854,113 +854,3 @@ def baseline_comparison(
         "disagreements": disagreements,
         "label_definition": "plain mean of the image's non-repeat valid label values",
     }
-
-
-# --- plots ------------------------------------------------------------------------
-
-PLOT_KINDS = ("scatter", "box")
-PLOT_FORMATS = {"png": "image/png", "svg": "image/svg+xml"}
-
-
-def _rho_text(result: dict[str, Any]) -> str:
-    if result["rho"] is None:
-        return f"n = {result['n']}: rho undefined"
-    interval = ""
-    if result["ci_low"] is not None:
-        interval = f" [{result['ci_low']:.2f}, {result['ci_high']:.2f}]"
-    return f"Spearman rho = {result['rho']:.2f}{interval}, n = {result['n']}"
-
-
-def baseline_plot(comparison: dict[str, Any], *, kind: str, fmt: str, scale_name: str = "") -> bytes:
-    """Draw a comparison as PNG or SVG bytes (matplotlib, Agg, no pyplot state).
-
-    Parameters
-    ----------
-    comparison : dict
-        A :func:`baseline_comparison` result.
-    kind : str
-        ``"scatter"`` (mean label against ITA, apparent albedo and normalised
-        apparent albedo) or ``"box"`` (ITA per consensus tone).
-    fmt : str
-        ``"png"`` or ``"svg"``.
-    scale_name : str
-        Shown on the label axis.
-
-    Returns
-    -------
-    bytes
-        The image file.
-
-    Examples
-    --------
-    >>> baseline_plot(baseline_comparison(project=project), kind="box", fmt="png")[:4]  # doctest: +SKIP
-    b'\\x89PNG'
-    """
-    if kind not in PLOT_KINDS or fmt not in PLOT_FORMATS:
-        raise ValueError(f"unknown plot {kind}.{fmt}")
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib.figure import Figure
-
-    points = comparison["points"]
-    label_axis = f"Mean human label{f' ({scale_name})' if scale_name else ''}"
-    accent, flagged_colour = "#2f5d8a", "#b03a2e"
-    if kind == "scatter":
-        # No automatic layout: constrained/tight layout doubled the drawing time.
-        fig = Figure(figsize=(12, 4.2))
-        fig.subplots_adjust(left=0.05, right=0.99, bottom=0.13, top=0.83, wspace=0.25)
-        axes = fig.subplots(1, 3)
-        panels = [
-            ("ita", "ITA (degrees), median over skin pixels"),
-            ("apparent_albedo", "Apparent albedo (mean Y of skin)"),
-            ("apparent_albedo_normalized", "Apparent albedo / image white"),
-        ]
-        for ax, (measure, xlabel) in zip(axes, panels, strict=True):
-            for flagged, style in (
-                (False, {"color": accent}),
-                (True, {"facecolors": "none", "edgecolors": flagged_colour}),
-            ):
-                xs = [p[measure] for p in points if bool(p["flags"]) == flagged and p[measure] is not None]
-                ys = [p["mean_label"] for p in points if bool(p["flags"]) == flagged and p[measure] is not None]
-                if xs:
-                    ax.scatter(xs, ys, s=22, alpha=0.8, label="flagged" if flagged else "not flagged", **style)
-            ax.set_xlabel(xlabel)
-            ax.set_ylabel(label_axis)
-            ax.set_title(_rho_text(comparison["correlations"][measure]), fontsize=9)
-            ax.grid(alpha=0.3)
-        if any(p["flags"] for p in points):
-            axes[0].legend(fontsize=8, loc="best")
-        fig.suptitle(f"Human labels vs colorimetric baseline: {comparison['phase']}", fontsize=11)
-    else:
-        fig = Figure(figsize=(8, 4.5))
-        fig.subplots_adjust(left=0.09, right=0.98, bottom=0.12, top=0.86)
-        ax = fig.subplots()
-        tones = sorted(int(t) for t in comparison["by_tone"])
-        data = [comparison["by_tone"][str(t)] for t in tones]
-        if data:
-            ax.boxplot(data, positions=tones, widths=0.6, showfliers=False)
-            rng = np.random.default_rng(0)  # jitter only
-            for t, ys in zip(tones, data, strict=True):
-                ax.scatter(t + rng.uniform(-0.15, 0.15, len(ys)), ys, s=12, color=accent, alpha=0.6, zorder=3)
-                ax.annotate(
-                    f"n={len(ys)}", (t, 1.0), xycoords=("data", "axes fraction"), ha="center", va="bottom", fontsize=8
-                )
-            ax.set_xticks(tones)
-        for bound, _name in ITA_CLASSES[:-1]:
-            ax.axhline(bound, color="#999999", lw=0.7, ls="--")
-        ax.set_xlabel("Consensus tone (median label, rounded)")
-        ax.set_ylabel("ITA (degrees)")
-        ax.set_title(
-            f"ITA per consensus tone: {comparison['phase']} (dashed: Chardon/Del Bino class bounds)",
-            fontsize=10,
-            pad=16,
-        )
-        ax.grid(alpha=0.3, axis="y")
-    if not points:
-        fig.text(0.5, 0.5, "No labelled images with a baseline yet", ha="center", va="center")
-    buffer = io.BytesIO()
-    metadata = {"Date": None} if fmt == "svg" else None
-    with matplotlib.rc_context({"svg.hashsalt": "fairtone", "svg.fonttype": "none"}):
-        fig.savefig(buffer, format=fmt, dpi=110, metadata=metadata)
-    return buffer.getvalue()

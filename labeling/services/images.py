@@ -27,6 +27,7 @@ from PIL import Image as PILImage
 from PIL import ImageCms, ImageOps, UnidentifiedImageError
 
 from ..models import Image, ImportBatch, Project, Subject
+from . import queue
 
 logger = logging.getLogger(__name__)
 
@@ -360,8 +361,6 @@ def image_create_from_bytes(
     >>> image.external_id, image.width, image.height  # doctest: +SKIP
     ('p1', 640, 480)
     """
-    from ..tasks import enqueue_on_commit, image_make_derivatives_task
-
     limits = _limits()
     max_bytes = int(limits["MAX_IMAGE_BYTES"])
     original_filename = sanitize_filename(filename)
@@ -423,7 +422,7 @@ def image_create_from_bytes(
                 image.mask.save(f"{sha256}.png", ContentFile(mask_png), save=False)
                 written.append((image.mask.storage, image.mask.name))
             image.save()
-            enqueue_on_commit(image_make_derivatives_task, image.id)
+            queue.enqueue_on_commit(queue.IMAGE_MAKE_DERIVATIVES, image.id)
     except BaseException as exc:
         for storage, name in written:
             try:

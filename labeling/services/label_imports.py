@@ -9,13 +9,15 @@ import csv
 import io
 import math
 import uuid
+from dataclasses import dataclass, field
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from ..models import Label, LabelRevision, Phase
-from .labels import selection_clean
+from ..models import Label, LabelRevision, Membership, Phase
+from .labels import Selection, selection_clean
+from .phases import phase_repeat_pairs
 
 MAX_ROWS = 200_000
 TRUE = {"1", "true", "yes", "y", "x"}
@@ -29,6 +31,35 @@ def _parse_tones(raw: str) -> list[int]:
     return [int(p) for p in parts]
 
 
+class _RowRejected(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass
+class _Target:
+    """The phase labels are imported into, and what a row is checked against."""
+
+    phase: Phase
+    user: object
+    images: dict[str, int]  # external id -> image id (the project's images)
+    in_phase: set[int]  # image ids of the phase
+    labelers: dict[str, Membership]  # pseudonym -> labeler membership
+    repeat_pairs: set[tuple[int, int]]  # (image, labeler) test-retest repeats of the phase
+    seen: set[tuple[int, int]] = field(default_factory=set)  # (image, labeler) imported by earlier rows
+
+
+@dataclass
+class _Row:
+    """A checked row: the label to create."""
+
+    image_id: int
+    labeler: Membership
+    selection: Selection
+    time_ms: int
+
+
 def labels_import(*, phase: Phase, data: bytes, user) -> dict:
     """Import labels from CSV bytes: ``image_id, labeler, tones[, uncertain, skip_reason, time_spent_s]``.
 
@@ -39,6 +70,38 @@ def labels_import(*, phase: Phase, data: bytes, user) -> dict:
     """
     if phase.status == Phase.Status.DRAFT:
         raise ValidationError("Open the phase (or choose its images) before importing labels into it.")
+    reader = _reader(data)
+    target = _target(phase, user)
+    report = {"imported": 0, "rejected": 0, "rows": []}
+    for n, raw in enumerate(reader, start=2):
+        if n - 1 > MAX_ROWS:
+            raise ValidationError(f"More than {MAX_ROWS} rows.")
+        external_id = str(raw.get("image_id") or "")
+        try:
+            if None in raw:  # more cells than columns
+                raise _RowRejected("this row has more cells than the header has columns")
+            row = {(k or "").strip(): (v if isinstance(v, str) else "").strip() for k, v in raw.items()}
+            external_id = row.get("image_id", "")
+            checked = _check_row(target, row)
+        except _RowRejected as rejected:
+            report["rejected"] += 1
+            report["rows"].append({"row": n, "image_id": external_id, "outcome": "rejected", "reason": rejected.reason})
+            continue
+        _create_label(target, checked)
+        report["imported"] += 1
+        report["rows"].append(
+            {
+                "row": n,
+                "image_id": row["image_id"],
+                "outcome": "imported",
+                "reason": "" if checked.selection.is_valid else "invalid: non-adjacent pair (kept, flagged)",
+            }
+        )
+    return report
+
+
+def _reader(data: bytes) -> csv.DictReader:
+    """The CSV rows, once the text and its header are checked."""
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -50,123 +113,99 @@ def labels_import(*, phase: Phase, data: bytes, user) -> dict:
         raise ValidationError(
             f"Missing column(s): {', '.join(sorted(missing))}; found: {', '.join(columns) or 'none'}."
         )
+    return reader
+
+
+def _target(phase: Phase, user) -> _Target:
     project = phase.project
-    images = dict(project.images.values_list("external_id", "id"))
-    in_phase = set(phase.phase_images.values_list("image_id", flat=True))
-    labelers = {m.pseudonym: m for m in project.memberships.filter(role="labeler")}
-    report = {"imported": 0, "rejected": 0, "rows": []}
-    from .phases import _repeat_pairs
+    return _Target(
+        phase=phase,
+        user=user,
+        images=dict(project.images.values_list("external_id", "id")),
+        in_phase=set(phase.phase_images.values_list("image_id", flat=True)),
+        labelers={m.pseudonym: m for m in project.memberships.filter(role="labeler")},
+        repeat_pairs=phase_repeat_pairs(phase),
+    )
 
-    repeat_pairs = _repeat_pairs(phase)
-    seen = set()
-    for n, row in enumerate(reader, start=2):
-        if n - 1 > MAX_ROWS:
-            raise ValidationError(f"More than {MAX_ROWS} rows.")
-        if None in row:  # more cells than columns
-            report["rejected"] += 1
-            report["rows"].append(
-                {
-                    "row": n,
-                    "image_id": str(row.get("image_id") or ""),
-                    "outcome": "rejected",
-                    "reason": "this row has more cells than the header has columns",
-                }
-            )
-            continue
-        row = {(k or "").strip(): (v if isinstance(v, str) else "").strip() for k, v in row.items()}
 
-        def reject(reason: str, n=n, row=row) -> None:
-            report["rejected"] += 1
-            report["rows"].append(
-                {"row": n, "image_id": row.get("image_id", ""), "outcome": "rejected", "reason": reason}
-            )
-
-        image_id = images.get(row["image_id"])
-        labeler = labelers.get(row["labeler"])
-        if image_id is None:
-            reject(f"image {row['image_id']!r} is not in this project")
-            continue
-        if image_id not in in_phase:
-            reject(f"image {row['image_id']!r} is not in {phase.get_kind_display()}")
-            continue
-        if labeler is None:
-            reject(f"no labeler with the id {row['labeler']!r} in this project")
-            continue
-        if (image_id, labeler.id) in seen or Label.objects.filter(
-            phase=phase, image_id=image_id, labeler=labeler
-        ).exists():
-            reject("this labeler already has a label for this image in this phase")
-            continue
-        try:
-            tones = _parse_tones(row["tones"])
-            seconds = float(row.get("time_spent_s") or 0)
-            if not math.isfinite(seconds) or not 0 <= seconds <= 6 * 3600:
-                raise ValueError
-            time_ms = int(round(seconds * 1000))
-            selection = selection_clean(
-                phase=phase,
-                tones=tones,
-                uncertain=row.get("uncertain", "").lower() in TRUE,
-                skip_reason=row.get("skip_reason", ""),
-                allow_invalid=True,
-            )
-        except ValueError:
-            reject("tones must be whole numbers like 4 or 3+4; time_spent_s a number of seconds")
-            continue
-        except ValidationError as exc:
-            reject(
-                " ".join(m for ms in exc.message_dict.values() for m in ms)
-                if hasattr(exc, "error_dict")
-                else " ".join(exc.messages)
-            )
-            continue
-        assignment = phase.assignments.filter(labeler=labeler, image_id=image_id).first()
-        if assignment is not None:
-            is_repeat = assignment.is_repeat
-        else:
-            is_repeat = (image_id, labeler.id) in repeat_pairs
-        with transaction.atomic():
-            label = Label.objects.create(
-                phase=phase,
-                image_id=image_id,
-                labeler=labeler,
-                is_repeat=is_repeat,
-                tone_low=selection.tone_low,
-                tone_high=selection.tone_high,
-                value=selection.value,
-                uncertain=selection.uncertain,
-                skip_reason=selection.skip_reason,
-                is_valid=selection.is_valid,
-                n_revisions=1,
-                time_spent_ms=time_ms,
-            )
-            LabelRevision.objects.create(
-                label=label,
-                number=1,
-                client_id=uuid.uuid4(),
-                source=LabelRevision.Source.IMPORT,
-                tone_low=selection.tone_low,
-                tone_high=selection.tone_high,
-                value=selection.value,
-                uncertain=selection.uncertain,
-                skip_reason=selection.skip_reason,
-                time_spent_ms=time_ms,
-                author=user,
-                reason="imported",
-            )
-            if assignment is not None and assignment.kind == "label":
-                if assignment.done_at is None:
-                    assignment.done_at = timezone.now()
-                    assignment.save(update_fields=["done_at"])
-                Label.objects.filter(pk=label.pk).update(assignment=assignment)
-        seen.add((image_id, labeler.id))
-        report["imported"] += 1
-        report["rows"].append(
-            {
-                "row": n,
-                "image_id": row["image_id"],
-                "outcome": "imported",
-                "reason": "" if selection.is_valid else "invalid: non-adjacent pair (kept, flagged)",
-            }
+def _check_row(target: _Target, row: dict[str, str]) -> _Row:
+    """The label a row asks for, or ``_RowRejected`` with the reason."""
+    phase = target.phase
+    image_id = target.images.get(row["image_id"])
+    labeler = target.labelers.get(row["labeler"])
+    if image_id is None:
+        raise _RowRejected(f"image {row['image_id']!r} is not in this project")
+    if image_id not in target.in_phase:
+        raise _RowRejected(f"image {row['image_id']!r} is not in {phase.get_kind_display()}")
+    if labeler is None:
+        raise _RowRejected(f"no labeler with the id {row['labeler']!r} in this project")
+    if (image_id, labeler.id) in target.seen or Label.objects.filter(
+        phase=phase, image_id=image_id, labeler=labeler
+    ).exists():
+        raise _RowRejected("this labeler already has a label for this image in this phase")
+    try:
+        tones = _parse_tones(row["tones"])
+        seconds = float(row.get("time_spent_s") or 0)
+        if not math.isfinite(seconds) or not 0 <= seconds <= 6 * 3600:
+            raise ValueError
+        selection = selection_clean(
+            phase=phase,
+            tones=tones,
+            uncertain=row.get("uncertain", "").lower() in TRUE,
+            skip_reason=row.get("skip_reason", ""),
+            allow_invalid=True,
         )
-    return report
+    except ValueError:
+        raise _RowRejected("tones must be whole numbers like 4 or 3+4; time_spent_s a number of seconds") from None
+    except ValidationError as exc:
+        raise _RowRejected(_messages(exc)) from None
+    return _Row(image_id=image_id, labeler=labeler, selection=selection, time_ms=int(round(seconds * 1000)))
+
+
+def _messages(exc: ValidationError) -> str:
+    if hasattr(exc, "error_dict"):
+        return " ".join(m for ms in exc.message_dict.values() for m in ms)
+    return " ".join(exc.messages)
+
+
+def _create_label(target: _Target, checked: _Row) -> None:
+    """The label and its first revision (source "import"); the labeler's assignment, if any, is done."""
+    phase, selection = target.phase, checked.selection
+    assignment = phase.assignments.filter(labeler=checked.labeler, image_id=checked.image_id).first()
+    if assignment is not None:
+        is_repeat = assignment.is_repeat
+    else:
+        is_repeat = (checked.image_id, checked.labeler.id) in target.repeat_pairs
+    answer = {
+        "tone_low": selection.tone_low,
+        "tone_high": selection.tone_high,
+        "value": selection.value,
+        "uncertain": selection.uncertain,
+        "skip_reason": selection.skip_reason,
+        "time_spent_ms": checked.time_ms,
+    }
+    with transaction.atomic():
+        label = Label.objects.create(
+            phase=phase,
+            image_id=checked.image_id,
+            labeler=checked.labeler,
+            is_repeat=is_repeat,
+            is_valid=selection.is_valid,
+            n_revisions=1,
+            **answer,
+        )
+        LabelRevision.objects.create(
+            label=label,
+            number=1,
+            client_id=uuid.uuid4(),
+            source=LabelRevision.Source.IMPORT,
+            author=target.user,
+            reason="imported",
+            **answer,
+        )
+        if assignment is not None and assignment.kind == "label":
+            if assignment.done_at is None:
+                assignment.done_at = timezone.now()
+                assignment.save(update_fields=["done_at"])
+            Label.objects.filter(pk=label.pk).update(assignment=assignment)
+    target.seen.add((checked.image_id, checked.labeler.id))

@@ -177,7 +177,7 @@ def _distribute(phase: Phase, labelers: list[Membership], rng: np.random.Generat
     return per_labeler
 
 
-def _repeat_pairs(phase: Phase) -> set[tuple[int, int]]:
+def phase_repeat_pairs(phase: Phase) -> set[tuple[int, int]]:
     """(image, labeler) pairs that are test-retest repeats in ``phase``: a repeated calibration
     image labelled by that labeler in calibration 1. Anyone else labels it for the first time."""
     repeated = set(phase.phase_images.filter(is_repeat=True).values_list("image_id", flat=True))
@@ -224,7 +224,7 @@ def phase_open(*, phase: Phase, labeler_ids: list[int] | None = None, labels_per
     phase.selection_seed = phase.selection_seed if phase.selection_seed is not None else new_seed()
     rng = np.random.default_rng(phase.selection_seed + 7)
     per_labeler = _distribute(phase, labelers, rng)
-    repeats = _repeat_pairs(phase)
+    repeats = phase_repeat_pairs(phase)
     subjects = dict(phase.project.images.values_list("id", "subject_id"))
     for membership in labelers:
         seed = new_seed()
@@ -284,7 +284,7 @@ def phase_set_labels_per_image(*, phase: Phase, labels_per_image: int) -> int:
         have[image_id].add(labeler_id)
     for labeler_id, image_id in phase.labels.values_list("labeler_id", "image_id"):
         have[image_id].add(labeler_id)
-    repeats = _repeat_pairs(phase)
+    repeats = phase_repeat_pairs(phase)
     repeat_images = {image_id for image_id, _ in repeats}
     load = dict(phase.assignments.values("labeler_id").annotate(n=Count("id")).values_list("labeler_id", "n"))
     rng = np.random.default_rng(phase.selection_seed + labels_per_image)

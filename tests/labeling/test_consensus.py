@@ -220,7 +220,7 @@ def test_lead_page_and_openapi_schema(client, lead, project, cal1):
 
 
 @pytest.mark.django_db
-def test_changed_phase_is_served_stale_while_a_task_recomputes(project, labelers, settings):
+def test_changed_phase_is_served_stale_while_a_task_recomputes(project, labelers, settings, monkeypatch):
     """With background refresh on, a changed phase answers from its last computation at once."""
     from labeling.services import consensus as svc
     from tests.labeling.helpers import add_images, open_calibration_1, submit
@@ -236,23 +236,22 @@ def test_changed_phase_is_served_stale_while_a_task_recomputes(project, labelers
     a = phase.assignments.filter(done_at__isnull=True).first()
     submit(phase, a.labeler, a.image_id, tones=[5])
     sent = []
-    from labeling import consensus_tasks
+    from labeling import tasks
+    from labeling.services import queue
 
-    original = consensus_tasks.consensus_refresh_task.delay
-    consensus_tasks.consensus_refresh_task.delay = lambda *args: sent.append(
-        args
-    )  # record instead of sending to a broker
-    try:
-        stale = svc.phase_summary(phase)
-        again = svc.phase_summary(phase)
-    finally:
-        consensus_tasks.consensus_refresh_task.delay = original
+    monkeypatch.setattr(queue, "enqueue", lambda name, *args: sent.append((name, *args)))  # not to a broker
+    stale = svc.phase_summary(phase)
+    again = svc.phase_summary(phase)
     assert stale["n_labels"] == 6 and stale["freshness"]["stale"] is True
     assert again["freshness"]["stale"] is True
-    assert sent == [(phase.id,)]  # one refresh per phase at a time
-    assert consensus_tasks.consensus_refresh_task.run(phase.id) == "refreshed"  # what the worker runs
+    assert sent == [(queue.CONSENSUS_REFRESH, phase.id)]  # one refresh per phase at a time
+    assert tasks.consensus_refresh_task.run(phase.id) == "refreshed"  # what the worker runs
     fresh = svc.phase_summary(phase)
     assert fresh["n_labels"] == 7 and fresh["freshness"]["stale"] is False
+    b = phase.assignments.filter(done_at__isnull=True).first()
+    submit(phase, b.labeler, b.image_id, tones=[3])
+    svc.phase_summary(phase)
+    assert len(sent) == 2  # the task released the phase: the next change enqueues a refresh again
 
 
 @pytest.mark.django_db

@@ -513,3 +513,31 @@ def test_manifest_with_an_archive(project, lead, media_root):
     assert outcomes(batch) == [(2, "imported"), (3, "rejected")]
     assert batch.items.get(row=3).reason == "row 3: file 'd/missing.jpg' is not in the archive"
     assert_stored_files_match_images(project, media_root)
+
+
+def test_mask_problems_reject_their_row_only_and_listed_files_count_as_used(project, lead, media_root):
+    """Each step of a manifest row can reject it; the files a row named are never reported as unlisted."""
+    manifest = (
+        "file,mask\n"
+        "a.jpg,masks/missing.png\n"  # row 2: the mask is not in the archive
+        "b.jpg,../b.png\n"  # row 3: the mask path climbs out
+        "c.jpg,masks/c.png\n"  # row 4: imported with its mask
+    )
+    members = [
+        ("manifest.csv", manifest.encode()),
+        ("a.jpg", photo(0)),
+        ("b.jpg", photo(1)),
+        ("c.jpg", photo(2)),
+        ("masks/c.png", mask_png()),
+        ("extra.jpg", photo(3)),
+    ]
+    batch = import_zip(project=project, fileobj=zip_bytes(members), user=lead)
+    by_row = {item.row: item for item in batch.items.all()}
+    assert by_row[2].reason == "row 2: mask 'masks/missing.png' is not in the archive"
+    assert by_row[2].filename == "a.jpg"
+    assert by_row[3].reason == "row 3: mask '../b.png' climbs out of the folder with '..'"
+    assert by_row[4].outcome == "imported" and by_row[4].image.mask_kind == ""
+    assert by_row[4].image.mask
+    unlisted = [item.filename for item in batch.items.filter(row__isnull=True)]
+    assert unlisted == ["extra.jpg"]  # a.jpg and b.jpg were named by rows, masks/c.png used by row 4
+    assert_stored_files_match_images(project, media_root)

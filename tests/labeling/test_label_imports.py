@@ -64,3 +64,62 @@ def test_import_refuses_bad_files(project, labelers, lead):
         client_for(labelers[0].user).post(f"/api/phases/{phase.id}/labels-import/", {}, format="multipart").status_code
         == 403
     )
+
+
+def test_every_rejection_step_reports_its_row(project, labelers, lead):
+    """Each check a row goes through, in order, with the whole report (service level)."""
+    from django.core.exceptions import ValidationError
+
+    from labeling.models import Phase
+    from labeling.services.label_imports import labels_import
+
+    images = add_images(project, 3)
+    phase = open_calibration_1(project, size=2, cal1=2)
+    in_phase = set(phase.phase_images.values_list("image__external_id", flat=True))
+    inside = sorted(in_phase)[0]
+    outside = next(i.external_id for i in images if i.external_id not in in_phase)
+    csv = (
+        "image_id,labeler,tones,uncertain,skip_reason,time_spent_s\n"
+        f"{inside},L1,4,,,2,extra\n"  # more cells than columns
+        f"{outside},L1,4,,,\n"  # not in the phase
+        f"{inside},L1,4,,,99999\n"  # time out of range
+        f"{inside},L1,4,x,,1.5\n"
+        f"{inside},L1,5,,,\n"  # the same labeler again
+    ).encode()
+    report = labels_import(phase=phase, data=csv, user=lead)
+    assert report == {
+        "imported": 1,
+        "rejected": 4,
+        "rows": [
+            {
+                "row": 2,
+                "image_id": inside,
+                "outcome": "rejected",
+                "reason": "this row has more cells than the header has columns",
+            },
+            {
+                "row": 3,
+                "image_id": outside,
+                "outcome": "rejected",
+                "reason": f"image {outside!r} is not in {phase.get_kind_display()}",
+            },
+            {
+                "row": 4,
+                "image_id": inside,
+                "outcome": "rejected",
+                "reason": "tones must be whole numbers like 4 or 3+4; time_spent_s a number of seconds",
+            },
+            {"row": 5, "image_id": inside, "outcome": "imported", "reason": ""},
+            {
+                "row": 6,
+                "image_id": inside,
+                "outcome": "rejected",
+                "reason": "this labeler already has a label for this image in this phase",
+            },
+        ],
+    }
+    label = Label.objects.get(phase=phase, labeler=labelers[0])
+    assert label.uncertain and label.time_spent_ms == 1500 and label.revisions.get().author == lead
+    draft = project.phases.get(kind=Phase.Kind.MAIN)
+    with pytest.raises(ValidationError, match="Open the phase"):
+        labels_import(phase=draft, data=csv, user=lead)

@@ -1,0 +1,304 @@
+"""Plots (matplotlib, Agg, no pyplot state): drawn from the dicts the services compute.
+
+The services compute numbers (``labeling.services.consensus.project_consensus``,
+``labeling.services.baselines.baseline_comparison``); this module only draws them,
+and imports no service (the views call both). Matplotlib is imported when a plot is
+drawn, not when the module is loaded. SVG output is deterministic (fixed hash salt,
+no date) so that a cached plot and a fresh one are byte-identical.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import numpy as np
+
+from colorimetry import ITA_CLASSES
+
+FORMATS = {"png": "image/png", "svg": "image/svg+xml"}
+
+# --------------------------------------------------------------------------
+# Consensus dashboard (rendered from the ``project_consensus`` dict)
+# --------------------------------------------------------------------------
+
+PLOTS = {
+    "label_distribution": "Label distribution per phase",
+    "range_histogram": "Per-image range of values",
+    "kappa_heatmap": "Labeler x labeler weighted kappa",
+    "test_retest": "Test-retest per labeler",
+    "labeler_bias": "Labeler bias per tone band",
+}
+_GREY = "#9a9a9a"
+_ACCENT = "#2f5d8a"
+
+
+def _message(ax, text: str) -> None:
+    ax.text(0.5, 0.5, text, ha="center", va="center", wrap=True, color="#444", transform=ax.transAxes)
+    ax.set_axis_off()
+
+
+def _plot_label_distribution(fig, dashboard: dict) -> None:
+    phases = dashboard["phases"]
+    if not phases:
+        _message(fig.subplots(), "No labels yet.")
+        return
+    colours = {tone["position"]: tone["hex"] for tone in dashboard["project"]["tones"]}
+    axes = fig.subplots(len(phases), 1, sharex=True, squeeze=False)[:, 0]
+    for ax, summary in zip(axes, phases, strict=True):
+        dist = summary["label_distribution"]
+        values, counts = np.asarray(dist["values"]), np.asarray(dist["counts"], dtype=float)
+        total = counts.sum()
+        share = counts / total * 100 if total else counts
+        colour = [colours.get(int(v), _GREY) if v % 1 == 0 else "#c8c8c8" for v in values]
+        ax.bar(values, share, width=0.42 if np.any(values % 1) else 0.8, color=colour, edgecolor="#333", linewidth=0.5)
+        for v, s, c in zip(values, share, counts, strict=True):
+            ax.annotate(f"{int(c)}", (v, s), xytext=(0, 2), textcoords="offset points", ha="center", fontsize=7)
+        for tone in dist["under_represented"]:
+            ax.axvspan(tone - 0.5, tone + 0.5, color="#b03a2e", alpha=0.08, linewidth=0)
+        ax.set_ylabel("% of labels")
+        title = f"{summary['phase']['name']}: {int(total)} labels, {dist['n_skips']} skips"
+        if dist["under_represented"]:
+            title += f"; under-represented tones (shaded): {', '.join(map(str, dist['under_represented']))}"
+        ax.set_title(title, fontsize=9, loc="left")
+        ax.set_ylim(0, max(share.max() * 1.18, 1) if total else 1)
+    axes[-1].set_xlabel("Value (tone; x.5 = two adjacent tones)")
+    axes[-1].set_xticks(range(1, len(colours) + 1))
+
+
+def _plot_range_histogram(fig, dashboard: dict) -> None:
+    ax = fig.subplots()
+    selected = dashboard["selected"]
+    if not selected or not selected["range_histogram"]:
+        _message(ax, "No image with 2+ labels yet.")
+        return
+    ranges = [row["range"] for row in selected["range_histogram"]]
+    counts = [row["n_images"] for row in selected["range_histogram"]]
+    threshold = dashboard["wide_range"]
+    colour = ["#b03a2e" if r >= threshold else _ACCENT for r in ranges]
+    ax.bar(ranges, counts, width=0.4, color=colour)
+    for r, c in zip(ranges, counts, strict=True):
+        ax.annotate(str(c), (r, c), xytext=(0, 2), textcoords="offset points", ha="center", fontsize=8)
+    ax.axvline(threshold - 0.25, color="#b03a2e", linestyle="--", linewidth=1)
+    ax.set_xlabel(f"Range of the values on an image (max - min, tones); red: flagged (>= {threshold})")
+    ax.set_ylabel("Images")
+    ax.set_title(f"{selected['phase']['name']}: {selected['n_images_2plus']} images with 2+ labels", fontsize=10)
+
+
+def _plot_kappa_heatmap(fig, dashboard: dict) -> None:
+    ax = fig.subplots()
+    selected = dashboard["selected"]
+    if not selected or not selected["kappa"]["labelers"]:
+        _message(ax, "No labels yet.")
+        return
+    kappa = selected["kappa"]
+    names = kappa["labelers"]
+    matrix = np.array([[np.nan if x is None else x for x in row] for row in kappa["matrix"]], dtype=float)
+    from matplotlib import colormaps
+
+    cmap = colormaps["RdBu"].with_extremes(bad="#e6e6e3")
+    image = ax.imshow(np.ma.masked_invalid(matrix), vmin=-1, vmax=1, cmap=cmap)
+    for i in range(len(names)):
+        for j in range(len(names)):
+            text = "n<{}".format(kappa["min_common"]) if np.isnan(matrix[i, j]) else f"{matrix[i, j]:.2f}"
+            ax.text(j, i, text, ha="center", va="center", fontsize=8)
+    ax.set_xticks(range(len(names)), names, rotation=45, ha="right")
+    ax.set_yticks(range(len(names)), names)
+    ax.set_title(f"{selected['phase']['name']}: quadratic-weighted Cohen's kappa", fontsize=10)
+    fig.colorbar(image, ax=ax, shrink=0.8)
+
+
+def _plot_test_retest(fig, dashboard: dict) -> None:
+    retest = dashboard["test_retest"]
+    pairs = retest["pairs"]
+    if not pairs:
+        _message(fig.subplots(), retest["reason"] or "No test-retest pairs.")
+        return
+    names = sorted({p[0] for p in pairs})
+    columns = min(4, len(names))
+    rows = -(-len(names) // columns)
+    axes = fig.subplots(rows, columns, squeeze=False, sharex=True, sharey=True).ravel()
+    n_tones = len(dashboard["project"]["tones"])
+    rng = np.random.default_rng(0)
+    stats = {row["labeler"]: row for row in retest["per_labeler"]}
+    for ax, name in zip(axes, names, strict=False):
+        own = np.array([[p[1], p[2]] for p in pairs if p[0] == name], dtype=float)
+        jitter = rng.uniform(-0.12, 0.12, size=own.shape)
+        ax.plot([0.5, n_tones + 0.5], [0.5, n_tones + 0.5], color=_GREY, linewidth=0.8)
+        ax.scatter(own[:, 0] + jitter[:, 0], own[:, 1] + jitter[:, 1], s=14, color=_ACCENT, alpha=0.7)
+        exact = stats[name]["exact"]["value"]
+        label = f"{name}: n={len(own)}" + (f", exact {exact * 100:.0f}%" if exact is not None else "")
+        ax.set_title(label, fontsize=9)
+        ax.set_xlim(0.5, n_tones + 0.5)
+        ax.set_ylim(0.5, n_tones + 0.5)
+        ax.set_aspect("equal")
+    for ax in axes[len(names) :]:
+        ax.set_axis_off()
+    fig.supxlabel("Calibration 1 value")
+    fig.supylabel("Calibration 2 value (repeat)")
+
+
+def _plot_labeler_bias(fig, dashboard: dict) -> None:
+    ax = fig.subplots()
+    selected = dashboard["selected"]
+    lines = 0
+    if selected:
+        for row in selected["per_labeler"]:
+            bands = [b for b in row["bias_by_band"] if b["mean_diff"]["value"] is not None]
+            if not bands:
+                continue
+            lines += 1
+            ax.plot(
+                [b["band"] for b in bands], [b["mean_diff"]["value"] for b in bands], marker="o", label=row["labeler"]
+            )
+    if not lines:
+        _message(ax, f"Too little data: no tone band with {dashboard['min_images']}+ shared images.")
+        return
+    ax.axhline(0, color=_GREY, linewidth=0.8)
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    ax.set_xlabel("Tone band (median of the other labelers, rounded)")
+    ax.set_ylabel("Mean signed difference (+ = deeper)")
+    ax.set_title(f"{selected['phase']['name']}: bias against the other labelers", fontsize=10)
+    ax.legend(fontsize=8)
+
+
+_PLOTTERS = {
+    "label_distribution": (_plot_label_distribution, lambda d: (8, 1.9 * max(len(d["phases"]), 1) + 0.6)),
+    "range_histogram": (_plot_range_histogram, lambda d: (7, 3.6)),
+    "kappa_heatmap": (_plot_kappa_heatmap, lambda d: (5.5, 4.6)),
+    "test_retest": (
+        _plot_test_retest,
+        lambda d: (8, 2.4 * max(1, -(-len({p[0] for p in d["test_retest"]["pairs"]}) // 4)) + 0.8),
+    ),
+    "labeler_bias": (_plot_labeler_bias, lambda d: (7, 3.6)),
+}
+
+
+def plot_render(dashboard: dict, name: str, fmt: str) -> bytes:
+    """Render the plot ``name`` of a ``project_consensus`` dashboard as PNG or SVG bytes."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display; a no-op when already set
+    from matplotlib.figure import Figure
+
+    if name not in _PLOTTERS or fmt not in FORMATS:
+        raise ValueError(f"Unknown plot {name}.{fmt}.")
+    draw, size = _PLOTTERS[name]
+    with matplotlib.rc_context({"svg.hashsalt": "fairtone", "font.size": 9}):
+        fig = Figure(figsize=size(dashboard), layout="constrained")
+        draw(fig, dashboard)
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format=fmt, dpi=110, metadata={"Date": None} if fmt == "svg" else None)
+    return buffer.getvalue()
+
+
+# --------------------------------------------------------------------------
+# Colorimetric baseline against the human labels (from ``baseline_comparison``)
+# --------------------------------------------------------------------------
+
+PLOT_KINDS = ("scatter", "box")
+PLOT_FORMATS = FORMATS
+
+
+def _rho_text(result: dict[str, Any]) -> str:
+    if result["rho"] is None:
+        return f"n = {result['n']}: rho undefined"
+    interval = ""
+    if result["ci_low"] is not None:
+        interval = f" [{result['ci_low']:.2f}, {result['ci_high']:.2f}]"
+    return f"Spearman rho = {result['rho']:.2f}{interval}, n = {result['n']}"
+
+
+def baseline_plot(comparison: dict[str, Any], *, kind: str, fmt: str, scale_name: str = "") -> bytes:
+    """Draw a comparison as PNG or SVG bytes (matplotlib, Agg, no pyplot state).
+
+    Parameters
+    ----------
+    comparison : dict
+        A ``labeling.services.baselines.baseline_comparison`` result.
+    kind : str
+        ``"scatter"`` (mean label against ITA, apparent albedo and normalised
+        apparent albedo) or ``"box"`` (ITA per consensus tone).
+    fmt : str
+        ``"png"`` or ``"svg"``.
+    scale_name : str
+        Shown on the label axis.
+
+    Returns
+    -------
+    bytes
+        The image file.
+
+    Examples
+    --------
+    >>> baseline_plot(baseline_comparison(project=project), kind="box", fmt="png")[:4]  # doctest: +SKIP
+    b'\\x89PNG'
+    """
+    if kind not in PLOT_KINDS or fmt not in PLOT_FORMATS:
+        raise ValueError(f"unknown plot {kind}.{fmt}")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    points = comparison["points"]
+    label_axis = f"Mean human label{f' ({scale_name})' if scale_name else ''}"
+    accent, flagged_colour = "#2f5d8a", "#b03a2e"
+    if kind == "scatter":
+        # No automatic layout: constrained/tight layout doubled the drawing time.
+        fig = Figure(figsize=(12, 4.2))
+        fig.subplots_adjust(left=0.05, right=0.99, bottom=0.13, top=0.83, wspace=0.25)
+        axes = fig.subplots(1, 3)
+        panels = [
+            ("ita", "ITA (degrees), median over skin pixels"),
+            ("apparent_albedo", "Apparent albedo (mean Y of skin)"),
+            ("apparent_albedo_normalized", "Apparent albedo / image white"),
+        ]
+        for ax, (measure, xlabel) in zip(axes, panels, strict=True):
+            for flagged, style in (
+                (False, {"color": accent}),
+                (True, {"facecolors": "none", "edgecolors": flagged_colour}),
+            ):
+                xs = [p[measure] for p in points if bool(p["flags"]) == flagged and p[measure] is not None]
+                ys = [p["mean_label"] for p in points if bool(p["flags"]) == flagged and p[measure] is not None]
+                if xs:
+                    ax.scatter(xs, ys, s=22, alpha=0.8, label="flagged" if flagged else "not flagged", **style)
+            ax.set_xlabel(xlabel)
+            ax.set_ylabel(label_axis)
+            ax.set_title(_rho_text(comparison["correlations"][measure]), fontsize=9)
+            ax.grid(alpha=0.3)
+        if any(p["flags"] for p in points):
+            axes[0].legend(fontsize=8, loc="best")
+        fig.suptitle(f"Human labels vs colorimetric baseline: {comparison['phase']}", fontsize=11)
+    else:
+        fig = Figure(figsize=(8, 4.5))
+        fig.subplots_adjust(left=0.09, right=0.98, bottom=0.12, top=0.86)
+        ax = fig.subplots()
+        tones = sorted(int(t) for t in comparison["by_tone"])
+        data = [comparison["by_tone"][str(t)] for t in tones]
+        if data:
+            ax.boxplot(data, positions=tones, widths=0.6, showfliers=False)
+            rng = np.random.default_rng(0)  # jitter only
+            for t, ys in zip(tones, data, strict=True):
+                ax.scatter(t + rng.uniform(-0.15, 0.15, len(ys)), ys, s=12, color=accent, alpha=0.6, zorder=3)
+                ax.annotate(
+                    f"n={len(ys)}", (t, 1.0), xycoords=("data", "axes fraction"), ha="center", va="bottom", fontsize=8
+                )
+            ax.set_xticks(tones)
+        for bound, _name in ITA_CLASSES[:-1]:
+            ax.axhline(bound, color="#999999", lw=0.7, ls="--")
+        ax.set_xlabel("Consensus tone (median label, rounded)")
+        ax.set_ylabel("ITA (degrees)")
+        ax.set_title(
+            f"ITA per consensus tone: {comparison['phase']} (dashed: Chardon/Del Bino class bounds)",
+            fontsize=10,
+            pad=16,
+        )
+        ax.grid(alpha=0.3, axis="y")
+    if not points:
+        fig.text(0.5, 0.5, "No labelled images with a baseline yet", ha="center", va="center")
+    buffer = io.BytesIO()
+    metadata = {"Date": None} if fmt == "svg" else None
+    with matplotlib.rc_context({"svg.hashsalt": "fairtone", "svg.fonttype": "none"}):
+        fig.savefig(buffer, format=fmt, dpi=110, metadata=metadata)
+    return buffer.getvalue()

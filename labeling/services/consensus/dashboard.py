@@ -1,0 +1,80 @@
+"""The project's consensus dashboard: every phase's summary, test-retest and drift, labelers by pseudonym."""
+
+from __future__ import annotations
+
+from django.core.cache import cache
+
+from ...models import Membership, Phase, Project
+from .caching import CACHE_PREFIX, CACHE_TIMEOUT, phase_summary, phase_versions
+from .labelers import labeler_drift, test_retest_compute
+from .numbers import MIN_IMAGES, WIDE_RANGE
+
+
+def project_consensus(project: Project, phase: Phase | None = None) -> dict:
+    """The whole dashboard for ``project`` with ``phase`` in detail (labelers by pseudonym).
+
+    Two queries when everything is cached (the version aggregate and the
+    pseudonyms) plus cache reads; a changed phase is recomputed.
+    """
+    versions = phase_versions(project)
+    phases = [p for p in project.phases.order_by("id") if p.id in versions]
+    phases.sort(key=lambda p: p.index)
+    # Changes whenever a label of any phase changes (cache key of the test-retest and of the plots).
+    version = "|".join(f"{p.id}={versions[p.id]}" for p in phases)
+    summaries = [phase_summary(p, version=versions[p.id]) for p in phases]
+    if phase is None and phases:
+        phase = next((p for p in phases if p.kind == Phase.Kind.MAIN), phases[-1])
+    selected = next((s for s in summaries if phase is not None and s["phase"]["id"] == phase.id), None)
+    retest = _test_retest(project, version)
+    names = dict(Membership.objects.filter(project=project).values_list("id", "pseudonym"))
+    return {
+        "project": {
+            "id": project.id,
+            "name": project.name,
+            "scale": project.scale.name,
+            "tones": [{"position": t.position, "code": t.code, "hex": t.hex_colour} for t in project.scale.tones.all()],
+        },
+        "version": version,
+        "min_images": MIN_IMAGES,
+        "wide_range": WIDE_RANGE,
+        "phases": [_with_names(s, names) for s in summaries],
+        "selected": _with_names(selected, names) if selected else None,
+        "labelers": _labelers(summaries, retest, names),
+        "test_retest": {
+            **{k: v for k, v in retest.items() if k != "pairs"},
+            "per_labeler": [{**row, "labeler": names.get(row["labeler"], "?")} for row in retest["per_labeler"]],
+            "pairs": [[names.get(labeler, "?"), a, b] for labeler, a, b in retest["pairs"]],
+        },
+    }
+
+
+def _test_retest(project: Project, version: str) -> dict:
+    """The project's test-retest, cached under the labels' version of every phase."""
+    key = f"{CACHE_PREFIX}:retest:{project.id}:{version}"
+    retest = cache.get(key)
+    if retest is None:
+        retest = test_retest_compute(project)
+        cache.set(key, retest, CACHE_TIMEOUT)
+    return retest
+
+
+def _labelers(summaries: list[dict], retest: dict, names: dict[int, str]) -> list[dict]:
+    """Each labeler's history over the phases and test-retest, by pseudonym."""
+    retest_by_labeler = {row["labeler"]: row for row in retest["per_labeler"]}
+    return [
+        {
+            "labeler": names.get(labeler_id, "?"),
+            "baseline": history,
+            "test_retest": retest_by_labeler.get(labeler_id),
+        }
+        for labeler_id, history in sorted(labeler_drift(summaries).items(), key=lambda item: names.get(item[0], ""))
+    ]
+
+
+def _with_names(summary: dict, names: dict[int, str]) -> dict:
+    """A copy of a phase summary with membership ids replaced by pseudonyms."""
+    out = dict(summary)
+    out["labelers"] = [names.get(i, "?") for i in summary["labelers"]]
+    out["kappa"] = {**summary["kappa"], "labelers": out["labelers"]}
+    out["per_labeler"] = [{**row, "labeler": names.get(row["labeler"], "?")} for row in summary["per_labeler"]]
+    return out

@@ -1,0 +1,218 @@
+"""Labeler quality: per-labeler statistics of a phase, test-retest across the calibrations, drift."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from metrics import agreement
+
+from ...models import Label, Phase, Project
+from .loading import PhaseLabels, distribution, value_categories
+from .numbers import MIN_IMAGES, json_clean, num, stat, too_little
+
+# --------------------------------------------------------------------------
+# Per labeler, one phase
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class _Panel:
+    """What every labeler's row of a phase is computed from."""
+
+    data: PhaseLabels
+    values: np.ndarray  # images x labelers
+    categories: np.ndarray
+    invalid_cells: np.ndarray
+    reason: str | None  # why the phase's agreement is not shown (None: it is)
+    present: np.ndarray  # labelers x images: a valid value
+    bias: pd.DataFrame
+    bias_band: pd.DataFrame
+    loo: pd.DataFrame
+
+
+def labelers_statistics(
+    data: PhaseLabels, values: np.ndarray, categories: np.ndarray, invalid_cells: np.ndarray, reason: str | None
+) -> list[dict]:
+    """One row per labeler of the phase: workload, own values, bias and leave-one-out alpha."""
+    labeler_ids = data.labeler_ids.tolist()
+    if not labeler_ids:
+        return []
+    reliability = values.T
+    panel = _Panel(
+        data=data,
+        values=values,
+        categories=categories,
+        invalid_cells=invalid_cells,
+        reason=reason,
+        present=~np.isnan(reliability),
+        bias=agreement.labeler_bias(reliability, labelers=labeler_ids),
+        bias_band=agreement.labeler_bias(reliability, by_band=True, labelers=labeler_ids),
+        loo=agreement.alpha_leave_one_out(reliability, labelers=labeler_ids),
+    )
+    return [
+        {**_workload(data, labeler_id), **_own_values(panel, position), **_against_others(panel, position, labeler_id)}
+        for position, labeler_id in enumerate(labeler_ids)
+    ]
+
+
+def _workload(data: PhaseLabels, labeler_id: int) -> dict:
+    """Labels, skips, repeats, uncertain answers and time of one labeler (every label row)."""
+    rows = data.row_labeler == labeler_id
+    answered = rows & ~data.row_skip
+    return {
+        "labeler": labeler_id,
+        "n_labels": int(rows.sum()),
+        "n_skips": int((rows & data.row_skip).sum()),
+        "n_repeats": int((rows & data.row_repeat).sum()),
+        "n_uncertain": int((answered & data.row_uncertain).sum()),
+        "uncertain_rate": stat(
+            data.row_uncertain[answered].mean() if answered.any() else math.nan,
+            None if answered.any() else "no answered image",
+        ),
+        "median_seconds": num(np.median(data.row_seconds[rows]), 2) if rows.any() else None,
+    }
+
+
+def _own_values(panel: _Panel, position: int) -> dict:
+    """The labeler's valid values: count, mean, spread and distribution, and their invalid pairs."""
+    own = panel.values[:, position]
+    own = own[~np.isnan(own)]
+    return {
+        "n_valid": int(own.size),
+        "mean_value": num(own.mean(), 4) if own.size else None,
+        "std_value": num(own.std(), 4) if own.size else None,
+        "distribution": distribution(own, panel.categories),
+        "n_invalid": int(panel.invalid_cells[:, position].sum()),
+    }
+
+
+def _against_others(panel: _Panel, position: int, labeler_id: int) -> dict:
+    """Bias against the other labelers (overall and per tone band) and alpha without this labeler."""
+    # Other labelers' images with 2+ valid labels without this labeler.
+    others_images = int((np.delete(panel.present, position, axis=0).sum(axis=0) >= 2).sum())
+    n_bias = int(panel.bias.loc[labeler_id, "n"])
+    bias_reason = None if n_bias >= MIN_IMAGES else too_little(n_bias, "shared with other labelers")
+    loo_reason = (
+        None if others_images >= MIN_IMAGES else too_little(others_images, "with 2+ labels from the other labelers")
+    )
+    bands = panel.bias_band[panel.bias_band["labeler"] == labeler_id]
+    return {
+        "bias": {
+            "n": n_bias,
+            "mean_diff": stat(panel.bias.loc[labeler_id, "mean_diff"], bias_reason),
+            "mean_abs_diff": stat(panel.bias.loc[labeler_id, "mean_abs_diff"], bias_reason),
+        },
+        "bias_by_band": [
+            {
+                "band": int(row.band),
+                "n": int(row.n),
+                "mean_diff": stat(
+                    row.mean_diff, None if row.n >= MIN_IMAGES else too_little(int(row.n), "in this band")
+                ),
+            }
+            for row in bands.itertuples()
+        ],
+        "alpha_without": stat(panel.loo.loc[labeler_id, "alpha_without"], loo_reason),
+        "alpha_change": stat(panel.loo.loc[labeler_id, "change"], loo_reason or panel.reason),
+    }
+
+
+# --------------------------------------------------------------------------
+# Test-retest (calibration 2 repeats) and drift across phases
+# --------------------------------------------------------------------------
+
+
+def _retest_pairs(cal1: Phase, retest: list[tuple[int, int, float]]) -> list[tuple[int, int, float, float]]:
+    """(labeler, image, calibration-1 value, calibration-2 repeat value), sorted; both values present.
+
+    ``retest``: (labeler, image, value) of the calibration-2 repeats.
+    """
+    first = {
+        (labeler, image): value
+        for labeler, image, value in Label.objects.filter(
+            phase=cal1, image_id__in={image for _, image, _ in retest}
+        ).values_list("labeler_id", "image_id", "value")
+    }
+    pairs = [
+        (labeler, image, first[(labeler, image)], value)
+        for labeler, image, value in retest
+        if (labeler, image) in first and first[(labeler, image)] is not None and value is not None
+    ]
+    pairs.sort()
+    return pairs
+
+
+def _retest_block(round1: list[float], round2: list[float], categories: np.ndarray) -> dict:
+    result = agreement.test_retest(round1, round2, categories)
+    reason = None if result.n >= MIN_IMAGES else too_little(result.n, "labelled in both calibrations")
+    return {
+        "n": result.n,
+        "exact": stat(result.exact, reason),
+        "within_one": stat(result.within_one, reason),
+        "weighted_kappa": stat(result.weighted_kappa, reason),
+        "mean_shift": stat(result.mean_shift, reason),
+    }
+
+
+def test_retest_compute(project: Project) -> dict:
+    """Test-retest per labeler: calibration-2 repeats vs the same labeler's calibration-1 labels."""
+    phases = {p.kind: p for p in project.phases.all()}
+    cal1, cal2 = phases.get(Phase.Kind.CALIBRATION_1), phases.get(Phase.Kind.CALIBRATION_2)
+    categories = value_categories(project.scale.tones.count(), True)
+    empty = {"per_labeler": [], "pooled": None, "reason": "no calibration-2 repeats yet", "pairs": []}
+    if cal1 is None or cal2 is None:
+        return empty
+    retest = list(Label.objects.filter(phase=cal2, is_repeat=True).values_list("labeler_id", "image_id", "value"))
+    if not retest:
+        return empty
+    pairs = _retest_pairs(cal1, retest)
+    per_labeler = []
+    for labeler in sorted({p[0] for p in pairs}):
+        own = [p for p in pairs if p[0] == labeler]
+        per_labeler.append({"labeler": labeler, **_retest_block([p[2] for p in own], [p[3] for p in own], categories)})
+    return json_clean(
+        {
+            "per_labeler": per_labeler,
+            "pooled": _retest_block([p[2] for p in pairs], [p[3] for p in pairs], categories) if pairs else None,
+            "reason": None if pairs else "no labeler labelled a repeated image in both calibrations",
+            "pairs": [[p[0], p[2], p[3]] for p in pairs],
+        }
+    )
+
+
+test_retest_compute.__test__ = False  # type: ignore[attr-defined]
+
+
+def labeler_drift(phase_summaries: list[dict]) -> dict[int, list[dict]]:
+    """Each labeler's baseline (mean, distribution) per phase and its change from their previous phase."""
+    baselines: dict[int, list[dict]] = {}
+    for summary in phase_summaries:
+        means = [row["mean_value"] for row in summary["per_labeler"] if row["mean_value"] is not None]
+        panel = float(np.mean(means)) if means else None
+        for row in summary["per_labeler"]:
+            history = baselines.setdefault(row["labeler"], [])
+            previous = next((h for h in reversed(history) if h["mean"] is not None), None)
+            mean = row["mean_value"]
+            drift = relative = None
+            if previous is not None and mean is not None:
+                drift = num(mean - previous["mean"], 4)
+                if panel is not None and previous["panel_mean"] is not None:
+                    relative = num((mean - panel) - (previous["mean"] - previous["panel_mean"]), 4)
+            history.append(
+                {
+                    "phase": summary["phase"]["name"],
+                    "phase_id": summary["phase"]["id"],
+                    "n": row["n_valid"],
+                    "mean": mean,
+                    "std": row["std_value"],
+                    "panel_mean": num(panel, 4),
+                    "distribution": row["distribution"],
+                    "drift": drift,
+                    "drift_vs_panel": relative,
+                }
+            )
+    return baselines

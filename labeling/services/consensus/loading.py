@@ -1,0 +1,121 @@
+"""Loading a phase's labels: one query into NumPy columns, pivoted to images x labelers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from django.db import connection
+
+from metrics import agreement
+
+from ...models import Label, Phase
+
+_LABEL_FIELDS = (
+    "image_id",
+    "labeler_id",
+    "tone_low",
+    "tone_high",
+    "uncertain",
+    "is_repeat",
+    "time_spent_ms",
+)
+
+
+@dataclass
+class PhaseLabels:
+    """The labels of one phase as arrays (between-labeler part pivoted images x labelers)."""
+
+    image_ids: np.ndarray  # (n_images,) images with a non-repeat label
+    labeler_ids: np.ndarray  # (n_labelers,) every labeler with a label in the phase
+    first: np.ndarray  # (n_images, n_labelers) tone_low, NaN if no label or a skip
+    second: np.ndarray  # (n_images, n_labelers) tone_high, NaN if a single tone
+    uncertain: np.ndarray  # (n_images, n_labelers) bool
+    labelled: np.ndarray  # (n_images, n_labelers) bool: a label exists (skips included)
+    # One entry per label row (repeats included): workload statistics.
+    row_labeler: np.ndarray
+    row_skip: np.ndarray
+    row_uncertain: np.ndarray
+    row_repeat: np.ndarray
+    row_seconds: np.ndarray
+
+    @property
+    def values(self) -> np.ndarray:
+        """Images x labelers numeric values (NaN for no label, a skip or an invalid pair)."""
+        return agreement.selection_values(self.first, self.second)
+
+
+# PostgreSQL: each column comes back as one integer array (parsed in C by psycopg),
+# about 3x faster than 400,000 row tuples (bench/bench_dashboard.py).
+_COLUMNS_SQL = """
+SELECT array_agg(image_id), array_agg(labeler_id), array_agg(COALESCE(tone_low, 0)),
+       array_agg(COALESCE(tone_high, 0)), array_agg(uncertain::int), array_agg(is_repeat::int),
+       array_agg(time_spent_ms)
+FROM labeling_label WHERE phase_id = %s
+"""
+
+
+def _label_columns(phase: Phase) -> list[np.ndarray]:
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(_COLUMNS_SQL, [phase.id])
+            columns = cursor.fetchone()
+        if columns[0] is None:
+            return [np.zeros(0, dtype=np.int64) for _ in range(7)]
+        return [np.asarray(c, dtype=np.int64) for c in columns]
+    rows = list(Label.objects.filter(phase=phase).order_by().values_list(*_LABEL_FIELDS))
+    if not rows:
+        return [np.zeros(0, dtype=np.int64) for _ in range(7)]
+    return [np.asarray([0 if v is None else int(v) for v in col], dtype=np.int64) for col in zip(*rows, strict=True)]
+
+
+def phase_labels_load(phase: Phase) -> PhaseLabels:
+    """Pull a phase's labels with one query into arrays."""
+    image, labeler, low, high, uncertain, repeat, ms = _label_columns(phase)
+    low = np.where(low > 0, low, np.nan).astype(np.float64)  # 0 = no tone (a skip)
+    high = np.where(high > 0, high, np.nan).astype(np.float64)
+    uncertain = uncertain.astype(bool)
+    repeat = repeat.astype(bool)
+    seconds = ms.astype(np.float64) / 1000.0
+
+    labeler_ids = np.unique(labeler)
+    keep = ~repeat
+    image_ids, image_code = np.unique(image[keep], return_inverse=True)
+    labeler_code = np.searchsorted(labeler_ids, labeler[keep])
+    shape = (image_ids.size, labeler_ids.size)
+    first = np.full(shape, np.nan)
+    second = np.full(shape, np.nan)
+    cell_uncertain = np.zeros(shape, dtype=bool)
+    labelled = np.zeros(shape, dtype=bool)
+    first[image_code, labeler_code] = low[keep]
+    second[image_code, labeler_code] = high[keep]
+    cell_uncertain[image_code, labeler_code] = uncertain[keep]
+    labelled[image_code, labeler_code] = True
+    return PhaseLabels(
+        image_ids=image_ids,
+        labeler_ids=labeler_ids,
+        first=first,
+        second=second,
+        uncertain=cell_uncertain,
+        labelled=labelled,
+        row_labeler=labeler,
+        row_skip=np.isnan(low),
+        row_uncertain=uncertain,
+        row_repeat=repeat,
+        row_seconds=seconds,
+    )
+
+
+def value_categories(n_tones: int, half_steps: bool) -> np.ndarray:
+    """All possible values: tones 1..n, with half-steps (adjacent pairs) if allowed."""
+    if half_steps:
+        return np.arange(2, 2 * n_tones + 1) / 2
+    return np.arange(1, n_tones + 1, dtype=np.float64)
+
+
+def distribution(values: np.ndarray, categories: np.ndarray) -> list[int]:
+    """Counts of ``values`` per category (NaN left out)."""
+    values = values[~np.isnan(values)]
+    positions = np.searchsorted(categories, values)
+    positions = positions[(positions < categories.size)]
+    return np.bincount(positions, minlength=categories.size).tolist()

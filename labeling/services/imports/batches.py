@@ -1,0 +1,211 @@
+"""The three ways to import images: browser uploads, a zip archive, a manifest (with an archive or a folder)."""
+
+from __future__ import annotations
+
+import os
+import zipfile
+from collections.abc import Iterable
+from pathlib import PurePosixPath
+from typing import IO
+
+from ...models import ImportBatch, ImportItem, Project
+from ..images import IMAGE_EXTENSIONS, ImageRejected
+from .manifest import MANIFEST_NAMES, MAX_MANIFEST_BYTES, parse_manifest
+from .report import (
+    ImportRefused,
+    extension_reason,
+    import_limits,
+    import_one,
+    read_capped,
+    report_start,
+    run_import,
+    too_big,
+)
+from .rows import import_rows
+from .sources import ArchiveSource, FolderSource, check_archive, is_ignored, read_member
+
+
+def import_files(*, project: Project, files: Iterable[tuple[str, IO[bytes]]], user) -> ImportBatch:
+    """Import uploaded files one by one.
+
+    Parameters
+    ----------
+    project : Project
+        The project the images join.
+    files : iterable of (str, file object)
+        Names and binary file objects (Django ``UploadedFile`` works).
+    user : User
+        Who imports (recorded on the batch).
+
+    Returns
+    -------
+    ImportBatch
+        Status done, one item per file, counts filled.
+
+    Examples
+    --------
+    >>> batch = import_files(project=p, files=[("a.jpg", io.BytesIO(jpeg))], user=u)  # doctest: +SKIP
+    >>> batch.n_imported  # doctest: +SKIP
+    1
+    """
+    report = report_start(project, ImportBatch.Kind.UPLOAD, "browser upload", user)
+
+    def work() -> None:
+        limit = int(import_limits()["MAX_IMAGE_BYTES"])
+        for name, handle in files:
+            filename = str(name or getattr(handle, "name", "") or "upload")
+            reason = extension_reason(filename)
+            if reason is not None:
+                report.add(ImportItem.Outcome.REJECTED, filename=filename, reason=reason)
+                continue
+            size = getattr(handle, "size", None)
+            data = b"" if isinstance(size, int) and size > limit else read_capped(handle, limit)
+            if (isinstance(size, int) and size > limit) or len(data) > limit:
+                report.add(
+                    ImportItem.Outcome.REJECTED,
+                    filename=filename,
+                    reason=too_big(limit),
+                )
+                continue
+            import_one(report, project=project, filename=filename, data=data)
+        report.batch.source_name = f"{len(report.items)} uploaded files"
+
+    return run_import(report, work)
+
+
+def import_zip(*, project: Project, fileobj: IO[bytes], user, name: str = "archive.zip") -> ImportBatch:
+    """Import the images in a zip archive (with its ``manifest.csv``/``.jsonl`` if any).
+
+    Parameters
+    ----------
+    project : Project
+        The project the images join.
+    fileobj : file object
+        The archive, opened in binary mode and seekable.
+    user : User
+        Who imports.
+    name : str
+        The archive's name, for the report.
+
+    Returns
+    -------
+    ImportBatch
+        Done with one item per image file (or manifest row), or failed with
+        ``error`` and no image created when the archive is refused (not a zip,
+        unsafe paths, symbolic links, encrypted members, too many members, too big,
+        a zip bomb, an unreadable manifest).
+
+    Examples
+    --------
+    >>> batch = import_zip(project=p, fileobj=open("photos.zip", "rb"), user=u)  # doctest: +SKIP
+    >>> batch.status, batch.n_imported  # doctest: +SKIP
+    ('done', 120)
+    """
+    report = report_start(project, ImportBatch.Kind.ZIP, name, user)
+
+    def work() -> None:
+        try:
+            archive = zipfile.ZipFile(fileobj)
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+            raise ImportRefused(f"'{name}' is not a readable zip archive ({exc})") from exc
+        with archive:
+            check_archive(archive)
+            source = ArchiveSource(archive)
+            manifests = [path for path in source.members if path.lower() in MANIFEST_NAMES and "/" not in path]
+            if len(manifests) > 1:
+                raise ImportRefused("the archive has both manifest.csv and manifest.jsonl")
+            if manifests:
+                manifest_path = manifests[0]
+                try:
+                    manifest_bytes = source.read(manifest_path)
+                except ImageRejected as exc:
+                    raise ImportRefused(f"{manifest_path}: {exc.reason}") from exc
+                rows = parse_manifest(manifest_bytes, manifest_path)
+                used = import_rows(report, project=project, rows=rows, source=source)
+                for path in source.members:
+                    if path in used or path == manifest_path or is_ignored(path):
+                        continue
+                    if PurePosixPath(path).suffix.lower() in IMAGE_EXTENSIONS:
+                        report.add(
+                            ImportItem.Outcome.REJECTED,
+                            filename=path,
+                            reason=f"not imported: the file is not listed in {manifest_path}",
+                        )
+                return
+            for path, info in source.members.items():
+                if is_ignored(path):
+                    continue
+                reason = extension_reason(path)
+                if reason is not None:
+                    report.add(ImportItem.Outcome.REJECTED, filename=path, reason=reason)
+                    continue
+                try:
+                    data = read_member(archive, info)
+                except ImageRejected as exc:
+                    report.add(ImportItem.Outcome.REJECTED, filename=path, reason=exc.reason)
+                    continue
+                import_one(report, project=project, filename=path, data=data)
+
+    return run_import(report, work)
+
+
+def import_manifest(
+    *,
+    project: Project,
+    manifest: IO[bytes],
+    user,
+    name: str = "manifest.csv",
+    archive: zipfile.ZipFile | None = None,
+    folder: str | os.PathLike | None = None,
+) -> ImportBatch:
+    """Import the images a manifest lists, with their subjects and attributes.
+
+    Parameters
+    ----------
+    project : Project
+        The project the images join.
+    manifest : file object
+        CSV (UTF-8, header row) or JSON Lines, in binary mode. Columns: ``file``
+        (or ``filename``/``image``), optional ``image_id``, ``subject_id``,
+        ``mask``, ``mask_kind``; any other column is an attribute of the subject
+        (of the image when the row has no subject, or when the column is named
+        ``image.<name>``).
+    user : User
+        Who imports.
+    name : str
+        The manifest's name (``.jsonl`` selects JSON Lines).
+    archive : zipfile.ZipFile, optional
+        Where the files are, paths relative to the archive root.
+    folder : str or path, optional
+        A server folder inside ``FAIRTONE["IMPORT_ROOTS"]`` holding the files.
+
+    Returns
+    -------
+    ImportBatch
+        Done with one item per manifest row, or failed with ``error`` (and no
+        image created) when the manifest or folder is refused.
+
+    Examples
+    --------
+    >>> batch = import_manifest(project=p, manifest=fh, user=u, folder="/data/shoot")  # doctest: +SKIP
+    >>> [(i.row, i.outcome) for i in batch.items.all()]  # doctest: +SKIP
+    [(2, 'imported'), (3, 'rejected')]
+    """
+    report = report_start(project, ImportBatch.Kind.MANIFEST, name, user)
+
+    def work() -> None:
+        source: ArchiveSource | FolderSource | None = None
+        if archive is not None and folder is not None:
+            raise ImportRefused("give either an archive or a folder, not both")
+        if archive is not None:
+            check_archive(archive)
+            source = ArchiveSource(archive)
+        elif folder is not None:
+            source = FolderSource(folder)
+        data = read_capped(manifest, MAX_MANIFEST_BYTES)
+        rows = parse_manifest(data, name)
+        if source is None:
+            raise ImportRefused("the manifest needs an archive or a server folder holding its files")
+        import_rows(report, project=project, rows=rows, source=source)
+
+    return run_import(report, work)

@@ -1,0 +1,217 @@
+"""Reading a manifest (CSV or JSON Lines) into rows, and the cells of a row."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any
+
+from .report import ImportRefused, import_limits
+
+# A manifest row is a few hundred bytes; 200,000 rows stay well under this.
+MAX_MANIFEST_BYTES = 256 * 1024 * 1024
+MANIFEST_NAMES = ("manifest.csv", "manifest.jsonl")
+FILE_COLUMNS = ("file", "filename", "image")
+RESERVED_COLUMNS = ("image_id", "subject_id", "mask", "mask_kind")
+# Columns named "image.<name>" hold per-image attributes (for example image.pose);
+# every other extra column is an attribute of the subject.
+IMAGE_ATTRIBUTE_PREFIX = "image."
+_INT = re.compile(r"[+-]?(0|[1-9]\d*)")
+_FLOAT = re.compile(r"[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?")
+# Cells a spreadsheet would run as a formula (OWASP "CSV injection").
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def is_formula_like(value: str) -> bool:
+    """Whether a text cell would run as a formula if opened in a spreadsheet.
+
+    Parameters
+    ----------
+    value : str
+        A cell as text.
+
+    Returns
+    -------
+    bool
+        True when it starts with ``= + - @`` (or a tab or carriage return) and is
+        not simply a number such as ``-3.5``.
+
+    Examples
+    --------
+    >>> is_formula_like("=HYPERLINK(\\"http://x\\")"), is_formula_like("-3.5"), is_formula_like("a")
+    (True, False, False)
+    """
+    text = str(value)
+    if not text.startswith(_FORMULA_START):
+        return False
+    return not _FLOAT.fullmatch(text.strip())
+
+
+def parse_cell(text: str) -> str | int | float | None:
+    """A manifest cell as a number when it is one, else as stripped text.
+
+    Parameters
+    ----------
+    text : str
+        The cell.
+
+    Returns
+    -------
+    str, int, float or None
+        None for an empty cell; ``int`` or ``float`` for numbers (``"007"`` stays
+        text: leading zeros mark an identifier); the stripped text otherwise.
+
+    Examples
+    --------
+    >>> parse_cell(" 42 "), parse_cell("1.5e3"), parse_cell("007"), parse_cell(""), parse_cell("M")
+    (42, 1500.0, '007', None, 'M')
+    """
+    value = str(text).strip()
+    if not value:
+        return None
+    if _INT.fullmatch(value):
+        return int(value)
+    if _FLOAT.fullmatch(value):
+        number = float(value)
+        return number if math.isfinite(number) else value
+    return value
+
+
+@dataclass
+class ManifestRow:
+    """One row of a manifest as read (``error`` says why it cannot be imported, if so)."""
+
+    number: int  # 1 = the CSV header; for JSON Lines, the line number
+    cells: dict[str, Any]  # column -> parsed value (None when empty)
+    error: str = ""
+
+
+def _decode_text(data: bytes, name: str) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ImportRefused(
+            f"{name} is not UTF-8 text: byte 0x{data[exc.start]:02X} at offset {exc.start} "
+            f"(line {line}) cannot be read; save the file as 'CSV UTF-8' and retry"
+        ) from exc
+
+
+def _is_jsonl(data: bytes, name: str) -> bool:
+    suffix = PurePosixPath(name).suffix.lower()
+    if suffix in (".jsonl", ".ndjson", ".json"):
+        return True
+    if suffix in (".csv", ".tsv", ".txt"):
+        return False
+    return data.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"{"
+
+
+def _check_columns(columns: list[str], name: str) -> None:
+    if not columns:
+        raise ImportRefused(f"{name} is empty")
+    missing_name = [i + 1 for i, column in enumerate(columns) if not column]
+    if missing_name:
+        raise ImportRefused(f"{name}: column {missing_name[0]} of the header has no name")
+    duplicated = sorted({c for c in columns if [x.lower() for x in columns].count(c.lower()) > 1})
+    if duplicated:
+        raise ImportRefused(f"{name}: the header names column '{duplicated[0]}' twice")
+    if not any(column.lower() in FILE_COLUMNS for column in columns):
+        found = ", ".join(f"'{c}'" for c in columns)
+        raise ImportRefused(f"the manifest has no 'file' column; columns found: {found}")
+    if sum(column.lower() in FILE_COLUMNS for column in columns) > 1:
+        raise ImportRefused(f"{name} has more than one of the columns {', '.join(FILE_COLUMNS)}; keep one")
+
+
+def _check_row_count(count: int, name: str) -> None:
+    max_rows = int(import_limits()["MAX_MANIFEST_ROWS"])
+    if count > max_rows:
+        raise ImportRefused(f"{name} has more than {max_rows:,} rows (the limit); split it into several imports")
+
+
+def _parse_csv(text: str, name: str) -> list[ManifestRow]:
+    first_line = text.split("\n", 1)[0]
+    delimiter = ","
+    if first_line.count(",") == 0:
+        delimiter = max((";", "\t"), key=first_line.count) if first_line.strip() else ","
+        if first_line.count(delimiter) == 0:
+            delimiter = ","
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    rows: list[ManifestRow] = []
+    try:
+        header = next(reader, None)
+        if header is None:
+            raise ImportRefused(f"{name} is empty")
+        columns = [column.strip() for column in header]
+        _check_columns(columns, name)
+        for number, record in enumerate(reader, start=2):
+            if not any(cell.strip() for cell in record):
+                continue
+            _check_row_count(len(rows) + 1, name)
+            error = ""
+            if len(record) > len(columns):
+                error = f"the row has {len(record)} cells but the header has {len(columns)} columns"
+            record = record + [""] * (len(columns) - len(record))
+            cells = dict(zip(columns, record, strict=False))
+            rows.append(ManifestRow(number, cells, error))
+    except csv.Error as exc:
+        raise ImportRefused(f"{name} cannot be read near line {reader.line_num}: {exc}") from exc
+    return rows
+
+
+def _parse_jsonl(text: str, name: str) -> list[ManifestRow]:
+    rows: list[ManifestRow] = []
+    columns: list[str] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        _check_row_count(len(rows) + 1, name)
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            rows.append(ManifestRow(number, {}, f"the line is not valid JSON ({exc.msg})"))
+            continue
+        if not isinstance(record, dict):
+            rows.append(ManifestRow(number, {}, "the line is not a JSON object"))
+            continue
+        cells: dict[str, Any] = {}
+        error = ""
+        for key, value in record.items():
+            key = str(key).strip()
+            if key not in columns:
+                columns.append(key)
+            if value is None:
+                cells[key] = ""
+            elif isinstance(value, bool) or not isinstance(value, (str, int, float)):
+                error = f"'{key}' holds {type(value).__name__}; only text and numbers are allowed"
+            elif isinstance(value, float) and not math.isfinite(value):
+                error = f"'{key}' is not a finite number"
+            else:
+                cells[key] = value
+        rows.append(ManifestRow(number, cells, error))
+    if not rows:
+        raise ImportRefused(f"{name} has no rows")
+    _check_columns(columns, name)
+    return rows
+
+
+def parse_manifest(data: bytes, name: str) -> list[ManifestRow]:
+    if len(data) > MAX_MANIFEST_BYTES:
+        raise ImportRefused(f"{name} is larger than {MAX_MANIFEST_BYTES:,} bytes")
+    text = _decode_text(data, name)
+    if "\x00" in text:
+        raise ImportRefused(f"{name} contains NUL bytes; it is not a text manifest")
+    rows = _parse_jsonl(text, name) if _is_jsonl(data, name) else _parse_csv(text, name)
+    if not rows:
+        raise ImportRefused(f"{name} has a header but no rows")
+    return rows
+
+
+def cell_text(value: Any) -> str:
+    if value is None:
+        return ""
+    return str(value).strip()

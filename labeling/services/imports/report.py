@@ -1,0 +1,192 @@
+"""One import batch: its report (an item per file or row), the atomic creation of each image, limits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import IO, Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from ...models import Image, ImportBatch, ImportItem, Project, Subject
+from ..images import IMAGE_EXTENSIONS, DuplicateImage, ImageRejected, image_create_from_bytes
+
+
+class ImportRefused(Exception):
+    """The whole import is refused; nothing was created."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def import_limits() -> dict[str, Any]:
+    return settings.FAIRTONE
+
+
+@dataclass
+class ImportReport:
+    batch: ImportBatch
+    items: list[ImportItem] = field(default_factory=list)
+
+    def add(
+        self,
+        outcome: str,
+        *,
+        filename: str,
+        reason: str = "",
+        image: Image | None = None,
+        row: int | None = None,
+    ) -> None:
+        item = ImportItem.objects.create(
+            batch=self.batch,
+            row=row,
+            filename=filename[:500],
+            outcome=outcome,
+            reason=reason,
+            image=image,
+        )
+        self.items.append(item)
+        if outcome == ImportItem.Outcome.IMPORTED:
+            self.batch.n_imported += 1
+        elif outcome == ImportItem.Outcome.DUPLICATE:
+            self.batch.n_duplicate += 1
+        else:
+            self.batch.n_rejected += 1
+
+    def finish(self) -> ImportBatch:
+        self.batch.status = ImportBatch.Status.DONE
+        self.batch.finished_at = timezone.now()
+        self.batch.save()
+        return self.batch
+
+    def refuse(self, reason: str) -> ImportBatch:
+        self.batch.status = ImportBatch.Status.FAILED
+        self.batch.error = reason
+        self.batch.finished_at = timezone.now()
+        self.batch.save()
+        return self.batch
+
+
+def report_start(project: Project, kind: str, source_name: str, user) -> ImportReport:
+    batch = ImportBatch.objects.create(
+        project=project,
+        kind=kind,
+        source_name=str(source_name)[:300],
+        created_by=user if getattr(user, "is_authenticated", False) else None,
+    )
+    return ImportReport(batch)
+
+
+def import_one(
+    report: ImportReport,
+    *,
+    project: Project,
+    filename: str,
+    data: bytes,
+    row: int | None = None,
+    prefix: str = "",
+    warnings: list[str] | None = None,
+    subject_id: str = "",
+    subject_attributes: dict[str, Any] | None = None,
+    **kwargs: Any,
+) -> Image | None:
+    """Create one image (and update its subject) atomically; record the outcome.
+
+    Returns the image if it was imported. A rejected or duplicate file leaves
+    nothing behind, not even its subject's attributes.
+    """
+    try:
+        with transaction.atomic():
+            subject = None
+            if subject_id:
+                subject = _subject_upsert(project, subject_id, subject_attributes or {})
+            image = image_create_from_bytes(
+                project=project,
+                filename=filename,
+                data=data,
+                batch=report.batch,
+                subject=subject,
+                **kwargs,
+            )
+    except DuplicateImage as duplicate:
+        report.add(
+            ImportItem.Outcome.DUPLICATE,
+            filename=filename,
+            row=row,
+            image=duplicate.existing,
+            reason=f"{prefix}same content as image '{duplicate.existing.external_id}' already in the project",
+        )
+        return None
+    except ImageRejected as rejected:
+        report.add(
+            ImportItem.Outcome.REJECTED,
+            filename=filename,
+            row=row,
+            reason=prefix + rejected.reason,
+        )
+        return None
+    reason = "; ".join(warnings or [])
+    report.add(
+        ImportItem.Outcome.IMPORTED,
+        filename=filename,
+        row=row,
+        image=image,
+        reason=f"{prefix}{reason}" if reason else "",
+    )
+    return image
+
+
+def _subject_upsert(project: Project, subject_id: str, attributes: dict[str, Any]) -> Subject:
+    if len(subject_id) > 200:
+        raise ImageRejected("the subject id is longer than 200 characters")
+    subject, _created = Subject.objects.select_for_update().get_or_create(project=project, external_id=subject_id)
+    # Later imports update what earlier ones said about the subject.
+    merged = {**(subject.attributes or {}), **attributes}
+    if merged != subject.attributes:
+        subject.attributes = merged
+        subject.save(update_fields=["attributes"])
+    return subject
+
+
+def run_import(report: ImportReport, work) -> ImportBatch:
+    """Run ``work``; a refusal fails the batch, an unexpected error too (then re-raised)."""
+    try:
+        work()
+    except ImportRefused as refused:
+        return report.refuse(refused.reason)
+    except Exception as exc:
+        report.refuse(
+            f"the import stopped unexpectedly after {len(report.items)} files "
+            f"({type(exc).__name__}); the files listed were processed"
+        )
+        raise
+    return report.finish()
+
+
+def read_capped(handle: IO[bytes], limit: int) -> bytes:
+    """Read at most ``limit + 1`` bytes: one more than allowed shows the file is too big."""
+    chunks: list[bytes] = []
+    remaining = limit + 1
+    while remaining > 0:
+        chunk = handle.read(min(remaining, 1024 * 1024))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+def too_big(limit: int) -> str:
+    return f"the file is over the size limit of {limit:,} bytes"
+
+
+def extension_reason(name: str) -> str | None:
+    suffix = PurePosixPath(name).suffix.lower()
+    if suffix in IMAGE_EXTENSIONS:
+        return None
+    allowed = ", ".join(sorted(e.lstrip(".") for e in IMAGE_EXTENSIONS))
+    what = f"'{suffix}' files are" if suffix else "files without an extension are"
+    return f"not imported: {what} not images this app reads (supported: {allowed})"
