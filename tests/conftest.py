@@ -33,3 +33,18 @@ def _empty_cache():
 
     cache.clear()
     yield
+
+
+@pytest.fixture
+def client_for(db):
+    """``client_for(user)``: an API client signed in with ``user``'s token."""
+    from rest_framework.authtoken.models import Token
+    from rest_framework.test import APIClient
+
+    def make(user) -> APIClient:
+        client = APIClient()
+        token, _ = Token.objects.get_or_create(user=user)
+        client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+        return client
+
+    return make

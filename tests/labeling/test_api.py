@@ -15,15 +15,8 @@ from tests.labeling.helpers import add_images, open_calibration_1, submit
 pytestmark = pytest.mark.django_db
 
 
-def client_for(user) -> APIClient:
-    client = APIClient()
-    token, _ = Token.objects.get_or_create(user=user)
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
-    return client
-
-
 @pytest.fixture
-def lead_api(lead):
+def lead_api(lead, client_for):
     return client_for(lead)
 
 
@@ -104,7 +97,7 @@ def test_custom_scale_validation(lead_api):
     assert "tones" in body
 
 
-def test_other_users_custom_scale_cannot_be_used(lead_api):
+def test_other_users_custom_scale_cannot_be_used(lead_api, client_for):
     stranger = client_for(UserFactory(username="stranger"))
     r = stranger.post(
         "/api/scales/",
@@ -139,7 +132,7 @@ def test_members_are_added_with_pseudonyms_and_profiles(lead_api, project):
     assert r.status_code == 400
 
 
-def test_labeler_never_reaches_another_project_or_lead_data(project, labelers):
+def test_labeler_never_reaches_another_project_or_lead_data(project, labelers, client_for):
     other = ProjectFactory(created_by=UserFactory(username="otherlead"))
     add_images(other, 2)
     add_images(project, 3)
@@ -172,7 +165,7 @@ def test_labeler_never_reaches_another_project_or_lead_data(project, labelers):
     assert api.get(f"/images/{other_image.id}/file/display/").status_code == 404
 
 
-def test_labeling_flow_through_the_api(project, labelers):
+def test_labeling_flow_through_the_api(project, labelers, client_for):
     add_images(project, 3)
     cal1 = open_calibration_1(project, size=3, cal1=3)
     api = client_for(labelers[0].user)
@@ -219,7 +212,7 @@ def test_labeling_flow_through_the_api(project, labelers):
         ({"time_spent_ms": -1}, 400, "time_spent_ms"),
     ],
 )
-def test_bad_label_submissions_get_clear_4xx(project, labelers, change, status, fragment):
+def test_bad_label_submissions_get_clear_4xx(project, labelers, change, status, fragment, client_for):
     add_images(project, 2)
     cal1 = open_calibration_1(project, size=2, cal1=2)
     api = client_for(labelers[0].user)
@@ -230,7 +223,7 @@ def test_bad_label_submissions_get_clear_4xx(project, labelers, change, status, 
     assert not Label.objects.exists()
 
 
-def test_submitting_into_a_closed_phase_is_refused(project, labelers, lead):
+def test_submitting_into_a_closed_phase_is_refused(project, labelers, lead, client_for):
     add_images(project, 2)
     cal1 = open_calibration_1(project, size=2, cal1=2)
     assert client_for(lead).post(f"/api/phases/{cal1.id}/close/").status_code == 200
@@ -343,7 +336,7 @@ def test_schema_and_docs_are_served_locally(lead_api, client, lead):
     assert "cdn" not in html.lower() and "https://" not in html
 
 
-def test_reviewer_role_sees_images_but_not_labels(project):
+def test_reviewer_role_sees_images_but_not_labels(project, client_for):
     reviewer = MembershipFactory(project=project, user=UserFactory(username="rev"), role="reviewer", pseudonym="R01")
     add_images(project, 1)
     api = client_for(reviewer.user)
@@ -352,14 +345,14 @@ def test_reviewer_role_sees_images_but_not_labels(project):
     assert api.get(f"/api/images/{image.id}/labels/").status_code == 403
 
 
-def test_deleted_token_stops_working_at_once(lead):
+def test_deleted_token_stops_working_at_once(lead, client_for):
     api = client_for(lead)
     assert api.get("/api/projects/").status_code == 200  # now cached
     Token.objects.filter(user=lead).delete()
     assert api.get("/api/projects/").status_code == 401
 
 
-def test_deactivated_user_is_refused(lead):
+def test_deactivated_user_is_refused(lead, client_for):
     api = client_for(lead)
     assert api.get("/api/projects/").status_code == 200
     lead.is_active = False
@@ -370,7 +363,7 @@ def test_deactivated_user_is_refused(lead):
     assert api.get("/api/projects/").status_code == 401
 
 
-def test_removing_a_labeler_takes_effect_at_once(project, labelers):
+def test_removing_a_labeler_takes_effect_at_once(project, labelers, client_for):
     add_images(project, 2)
     phase = open_calibration_1(project, size=2, cal1=2)
     api = client_for(labelers[0].user)
@@ -384,7 +377,7 @@ def test_removing_a_labeler_takes_effect_at_once(project, labelers):
     assert api.get(f"/api/phases/{phase.id}/next/").status_code == 403
 
 
-def test_labelers_cannot_make_themselves_leads(project, labelers, client):
+def test_labelers_cannot_make_themselves_leads(project, labelers, client, client_for):
     """Creating a project (and so becoming its lead) needs staff or the add_project permission."""
     api = client_for(labelers[0].user)
     assert api.post("/api/projects/", {"name": "Mine"}, format="json").status_code == 403
@@ -404,7 +397,7 @@ def test_server_folder_imports_are_for_staff(lead_api, project, lead):
     assert r.status_code == 403 and "staff" in r.content.decode()
 
 
-def test_labelers_do_not_get_the_calibration_seed(project, labelers):
+def test_labelers_do_not_get_the_calibration_seed(project, labelers, client_for):
     add_images(project, 4)
     phase = open_calibration_1(project, size=4, cal1=4)
     body = client_for(labelers[0].user).get(f"/api/projects/{project.id}/phases/").json()
@@ -452,3 +445,17 @@ def test_every_paginated_list_has_one_shape(lead_api, project, labelers):
     body = lead_api.get(urls[-1]).json()
     assert body["count"] == 4 and body["phase"]["id"] == phase.id and "n_pages" not in body
     assert lead_api.get(urls[-1] + "&page=9").status_code == 404
+
+
+def test_the_token_endpoint_brakes_password_guessing(lead):
+    c = APIClient()
+    codes = [c.post("/api/auth/token/", {"username": "lead", "password": f"guess{i}"}).status_code for i in range(30)]
+    assert 429 in codes, codes
+
+
+def test_a_tone_order_with_duplicates_is_refused(project, labelers, lead, client_for):
+    add_images(project, 2)
+    r = client_for(lead).patch(
+        f"/api/projects/{project.id}/", {"tone_order": [1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]}, format="json"
+    )
+    assert r.status_code == 400, r.content  # a bad order would block every submit

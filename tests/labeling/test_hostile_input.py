@@ -11,7 +11,6 @@ import pytest
 from drf_spectacular.generators import SchemaGenerator
 
 from tests.labeling.helpers import add_images, open_calibration_1, submit
-from tests.labeling.test_api import client_for
 
 pytestmark = pytest.mark.django_db
 
@@ -64,7 +63,7 @@ def world(project, labelers, lead):
 
 
 @pytest.mark.parametrize("who", ["lead", "labeler", "stranger"])
-def test_no_endpoint_answers_500_to_hostile_input(world, lead, labelers, who):
+def test_no_endpoint_answers_500_to_hostile_input(world, lead, labelers, who, client_for):
     from tests.factories import UserFactory
 
     user = {"lead": lead, "labeler": labelers[0].user, "stranger": UserFactory(username="stranger")}[who]

@@ -2,14 +2,15 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from labeling.models import Label
+from labeling.services.label_imports import labels_import
+from labeling.services.phases import calibration_configure, phase_close, phase_get, phase_open
 from labeling.services.review import review_candidates
-from tests.labeling.helpers import add_images, open_calibration_1
-from tests.labeling.test_api import client_for
+from tests.labeling.helpers import add_images, label_all, open_calibration_1
 
 pytestmark = pytest.mark.django_db
 
 
-def test_import_labels_with_per_row_report_and_invalid_pairs_flagged(project, labelers, lead):
+def test_import_labels_with_per_row_report_and_invalid_pairs_flagged(project, labelers, lead, client_for):
     images = add_images(project, 3)
     phase = open_calibration_1(project, size=3, cal1=3)
     ids = [i.external_id for i in images]
@@ -44,7 +45,7 @@ def test_import_labels_with_per_row_report_and_invalid_pairs_flagged(project, la
     assert phase.assignments.get(labeler=labelers[0], image=images[0]).done_at is not None
 
 
-def test_import_refuses_bad_files(project, labelers, lead):
+def test_import_refuses_bad_files(project, labelers, lead, client_for):
     add_images(project, 1)
     phase = open_calibration_1(project, size=1, cal1=1)
     api = client_for(lead)
@@ -123,3 +124,40 @@ def test_every_rejection_step_reports_its_row(project, labelers, lead):
     draft = project.phases.get(kind=Phase.Kind.MAIN)
     with pytest.raises(ValidationError, match="Open the phase"):
         labels_import(phase=draft, data=csv, user=lead)
+
+
+def test_a_label_imported_into_calibration_2_keeps_its_repeat_flag(project, labelers, lead):
+    add_images(project, 10)
+    calibration_configure(project=project, size=6, calibration_1_size=3, n_repeated=2, seed=1)
+    cal1 = phase_open(phase=phase_get(project, "calibration_1"), labels_per_image=2)
+    for m in labelers:
+        label_all(cal1, m)
+    phase_close(phase=cal1)
+    cal2 = phase_open(phase=phase_get(project, "calibration_2"), labels_per_image=1)
+    a = cal2.assignments.filter(is_repeat=True, done_at__isnull=True).select_related("image", "labeler").first()
+    data = f"image_id,labeler,tones\n{a.image.external_id},{a.labeler.pseudonym},4\n".encode()
+    report = labels_import(phase=cal2, data=data, user=lead)
+    assert report["imported"] == 1
+    label = Label.objects.get(phase=cal2, image=a.image, labeler=a.labeler)
+    assert label.is_repeat  # a retest label stays out of between-labeler statistics
+
+
+def test_a_row_with_an_extra_cell_is_rejected_and_nothing_half_imported(project, labelers, lead, client_for):
+    images = add_images(project, 3)
+    calibration_configure(project=project, size=3, calibration_1_size=3, n_repeated=0, seed=1)
+    phase = phase_open(phase=phase_get(project, "calibration_1"), labels_per_image=4)
+    ids = [i.external_id for i in images]
+    csv = f"image_id,labeler,tones\n{ids[0]},L1,4\n{ids[1]},L1,4,EXTRA\n".encode()
+    r = client_for(lead).post(
+        f"/api/phases/{phase.id}/labels-import/", {"file": SimpleUploadedFile("l.csv", csv)}, format="multipart"
+    )
+    assert r.status_code == 200, (r.status_code, Label.objects.count())
+
+
+def test_an_infinite_time_spent_is_rejected_with_its_row(project, labelers, lead):
+    images = add_images(project, 2)
+    calibration_configure(project=project, size=2, calibration_1_size=2, n_repeated=0, seed=1)
+    phase = phase_open(phase=phase_get(project, "calibration_1"), labels_per_image=4)
+    rows = f"{images[0].external_id},L1,4,1\n{images[1].external_id},L1,4,inf\n"
+    report = labels_import(phase=phase, data=f"image_id,labeler,tones,time_spent_s\n{rows}".encode(), user=lead)
+    assert report["rejected"] == 1

@@ -5,10 +5,13 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from labeling.models import Assignment, Phase
+from labeling.services.label_imports import labels_import
+from labeling.services.labels import relabel_request
 from labeling.services.phases import (
     calibration_configure,
     phase_close,
     phase_get,
+    phase_images_set,
     phase_open,
     phase_progress,
     phase_set_labels_per_image,
@@ -131,3 +134,71 @@ def test_assignments_are_unique_per_labeler_and_image(project, labelers):
 
     with pytest.raises(IntegrityError), transaction.atomic():
         Assignment.objects.create(phase=cal1, labeler=a.labeler, image=a.image, position=999)
+
+
+def _calibration_2(project, labelers, cal1_lpi=2, cal2_lpi=1):
+    add_images(project, 10)
+    calibration_configure(project=project, size=6, calibration_1_size=3, n_repeated=2, seed=1)
+    cal1 = phase_open(phase=phase_get(project, "calibration_1"), labels_per_image=cal1_lpi)
+    for m in labelers:
+        label_all(cal1, m)
+    phase_close(phase=cal1)
+    cal2 = phase_open(phase=phase_get(project, "calibration_2"), labels_per_image=cal2_lpi)
+    return cal1, cal2
+
+
+def _repeats_without_a_first_label(cal1, cal2):
+    """Calibration-2 assignments marked as repeats for a labeler who never labelled the image before."""
+    return [
+        (a.image_id, a.labeler_id)
+        for a in cal2.assignments.filter(is_repeat=True)
+        if not cal1.labels.filter(image_id=a.image_id, labeler_id=a.labeler_id).exists()
+    ]
+
+
+def test_calibration_2_marks_as_repeats_only_labelers_who_labelled_the_image_in_calibration_1(project, labelers):
+    cal1, cal2 = _calibration_2(project, labelers, cal1_lpi=2, cal2_lpi=3)
+    assert _repeats_without_a_first_label(cal1, cal2) == []
+
+
+def test_raising_labels_per_image_in_calibration_2_adds_no_false_repeats(project, labelers):
+    cal1, cal2 = _calibration_2(project, labelers, cal1_lpi=2, cal2_lpi=1)
+    assert _repeats_without_a_first_label(cal1, cal2) == []
+    phase_set_labels_per_image(phase=cal2, labels_per_image=3)
+    assert _repeats_without_a_first_label(cal1, cal2) == []
+
+
+def test_an_imported_label_counts_when_labels_per_image_is_raised(project, labelers, lead):
+    images = add_images(project, 4)
+    calibration_configure(project=project, size=4, calibration_1_size=4, n_repeated=0, seed=1)
+    phase = phase_open(phase=phase_get(project, "calibration_1"), labels_per_image=1)
+    a = phase.assignments.select_related("image").first()
+    other = next(m for m in labelers if m.id != a.labeler_id)
+    data = f"image_id,labeler,tones\n{a.image.external_id},{other.pseudonym},4\n".encode()
+    assert labels_import(phase=phase, data=data, user=lead)["imported"] == 1
+    phase_set_labels_per_image(phase=phase, labels_per_image=4)
+    # The imported label counts: no second (unanswerable) assignment for that labeler and image.
+    assert not phase.assignments.filter(labeler=other, image=a.image).exists()
+    for m in labelers:
+        if m.id != other.id:
+            assert phase.assignments.filter(labeler=m, image=a.image).count() == 1
+    assert len(images) == 4
+
+
+def test_raising_labels_per_image_in_post_calibration_counts_relabel_assignments(project, labelers, lead):
+    images = add_images(project, 6)
+    calibration_configure(project=project, size=2, calibration_1_size=1, n_repeated=0, seed=1)
+    for kind in ("calibration_1", "calibration_2", "main"):
+        ph = phase_open(phase=phase_get(project, kind), labels_per_image=4)
+        for m in labelers:
+            label_all(ph, m)
+        phase_close(phase=ph)
+    post = phase_get(project, "post_calibration")
+    phase_images_set(phase=post, image_ids=[images[0].id])
+    post = phase_open(phase=post, labels_per_image=1)
+    image = images[0]
+    target = next(m for m in labelers if not post.assignments.filter(labeler=m, image=image).exists())
+    relabel_request(image=image, labelers=[target], reason="check", user=lead)
+    phase_set_labels_per_image(phase=post, labels_per_image=4)  # once an IntegrityError (unique_assignment_image)
+    assert post.assignments.filter(labeler=target, image=image).count() == 1
+    assert post.assignments.filter(image=image).values("labeler").distinct().count() == 4
