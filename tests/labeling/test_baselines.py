@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from django.core.exceptions import ValidationError
 from django.test import Client
 from PIL import Image as PILImage
 from rest_framework.test import APIClient
@@ -19,6 +20,7 @@ from scipy import stats as scipy_stats
 from labeling import colorimetry
 from labeling.models import ImageBaseline, Job, Phase
 from labeling.services import baselines as svc
+from labeling.services.baselines import measure as baseline_measure
 from labeling.services.images import image_create_from_bytes
 from tests.factories import MembershipFactory, UserFactory, make_image, png_bytes
 from tests.labeling.helpers import open_calibration_1, submit
@@ -256,7 +258,8 @@ def test_storage_errors_are_raised_for_a_retry_and_recorded_on_the_last_attempt(
     def flaky(*args, **kwargs):
         raise OSError("NFS server not responding")
 
-    monkeypatch.setattr(svc, "measure_image", flaky)
+    # Patched where it is called: the package only re-exports the service names.
+    monkeypatch.setattr(baseline_measure, "measure_image", flaky)
     ImageBaseline.objects.all().delete()
     with pytest.raises(OSError):
         svc.baseline_compute(image=image, parameters=parameters, final_attempt=False)
@@ -297,7 +300,7 @@ def test_a_deleted_image_is_counted_so_the_run_still_ends(project):
     ],
 )
 def test_bad_parameters_are_refused_with_the_key(parameters, key):
-    with pytest.raises(svc.ValidationError) as info:
+    with pytest.raises(ValidationError) as info:
         svc.baseline_parameters_validate(parameters)
     assert key in info.value.message_dict
 

@@ -1,0 +1,193 @@
+"""What the stored results say: counts per flag and ITA class, and the comparison with human labels.
+
+Spearman's rho of the mean label against ITA and apparent albedo (with a seeded
+bootstrap interval over images), ITA per consensus tone, and the images where
+the human ranking and the ITA ranking disagree most.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from metrics.correlation import spearman_bootstrap
+from metrics.rounding import round_half_up
+
+from ...models import ImageBaseline, Label, Phase, Project
+from .parameters import (
+    BASELINE_CODE_VERSION,
+    FLAG_NAMES,
+    ITA_CLASS_NAMES,
+    baseline_parameters_effective,
+    baseline_parameters_hash,
+    baselines_current,
+)
+
+#: Bootstrap of Spearman's rho: resamples and seed (recorded with every comparison).
+BOOTSTRAP_RESAMPLES = 2000
+BOOTSTRAP_SEED = 20_250_601
+BOOTSTRAP_CONFIDENCE = 0.95
+#: Images listed where the human ranking and the ITA ranking disagree most.
+DISAGREEMENT_LIMIT = 20
+#: What the mean label is compared with (keys of the comparison's ``correlations``).
+COMPARISON_MEASURES = ("ita", "apparent_albedo", "apparent_albedo_normalized")
+
+
+def baseline_summary(project: Project) -> dict[str, Any]:
+    """Counts for the project's current parameters: computed, failed, missing, flags, classes."""
+    rows = list(baselines_current(project).values_list("status", "flags", "ita_class"))
+    n_images = project.images.count()
+    flags = dict.fromkeys(FLAG_NAMES, 0)
+    classes = dict.fromkeys(ITA_CLASS_NAMES, 0)
+    n_ok = n_failed = n_flagged = 0
+    for status, row_flags, ita_class in rows:
+        if status != ImageBaseline.Status.OK:
+            n_failed += 1
+            continue
+        n_ok += 1
+        n_flagged += bool(row_flags)
+        for flag in row_flags or []:
+            flags[flag] = flags.get(flag, 0) + 1
+        if ita_class:
+            classes[ita_class] = classes.get(ita_class, 0) + 1
+    return {
+        "n_images": n_images,
+        "n_ok": n_ok,
+        "n_failed": n_failed,
+        "n_flagged": n_flagged,
+        "n_missing": max(0, n_images - n_ok - n_failed),
+        "n_unflagged": n_ok - n_flagged,
+        "flags": flags,
+        "classes": classes,
+    }
+
+
+def baseline_comparison(
+    *,
+    project: Project,
+    phase: Phase | None = None,
+    exclude_flagged: bool = False,
+    n_resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+) -> dict[str, Any]:
+    """Human labels against the baseline for one phase (or all phases pooled).
+
+    Per image the human value is the plain mean of its non-repeat, valid label
+    values in the phase (a pair of adjacent tones counts as its midpoint); the
+    consensus tone is the median of those values rounded half up. Only images
+    with an ok result for the project's current parameters are used.
+
+    Parameters
+    ----------
+    project : Project
+        The project.
+    phase : Phase, optional
+        Restrict to this phase's labels; all phases pooled when None.
+    exclude_flagged : bool
+        Leave out images with any quality flag.
+    n_resamples, seed : int
+        Bootstrap settings of :func:`metrics.correlation.spearman_bootstrap`.
+
+    Returns
+    -------
+    dict
+        ``points`` (one dict per image), ``correlations`` (``ita``,
+        ``apparent_albedo``, ``apparent_albedo_normalized``:
+        :func:`metrics.correlation.spearman_bootstrap` results of the mean label against each),
+        ``by_tone`` (ITA values per consensus tone) and ``disagreements``
+        (largest absolute differences between the rank of the mean label and
+        the rank of ITA reversed, since a deeper tone has a lower ITA).
+
+    Examples
+    --------
+    >>> baseline_comparison(project=project)["correlations"]["ita"]["rho"]  # doctest: +SKIP
+    -0.91
+    """
+    values = _human_values(project, phase)
+    points = _comparison_points(project, values, exclude_flagged=exclude_flagged)
+    correlations = {
+        measure: spearman_bootstrap(
+            *_pairs(points, measure), n_resamples=n_resamples, seed=seed, confidence=BOOTSTRAP_CONFIDENCE
+        )
+        for measure in COMPARISON_MEASURES
+    }
+    by_tone: dict[int, list[float]] = {}
+    for p in points:
+        by_tone.setdefault(p["consensus_tone"], []).append(p["ita"])
+    disagreements = _disagreements(points)
+    return {
+        "project_id": project.id,
+        "phase_id": phase.id if phase is not None else None,
+        "phase": phase.get_kind_display() if phase is not None else "All phases",
+        "exclude_flagged": exclude_flagged,
+        "parameters_hash": baseline_parameters_hash(baseline_parameters_effective(project)),
+        "code_version": BASELINE_CODE_VERSION,
+        "n_labelled_images": len(values),
+        "points": points,
+        "correlations": correlations,
+        "by_tone": {str(k): by_tone[k] for k in sorted(by_tone)},
+        "disagreements": disagreements,
+        "label_definition": "plain mean of the image's non-repeat valid label values",
+    }
+
+
+def _human_values(project: Project, phase: Phase | None) -> dict[int, list[float]]:
+    """Image id -> its non-repeat, valid label values (in ``phase``, or all phases)."""
+    labels = Label.objects.filter(phase__project=project, is_repeat=False, is_valid=True, value__isnull=False)
+    if phase is not None:
+        labels = labels.filter(phase=phase)
+    values: dict[int, list[float]] = {}
+    for image_id, value in labels.values_list("image_id", "value"):
+        values.setdefault(image_id, []).append(float(value))
+    return values
+
+
+def _comparison_points(project: Project, values: dict[int, list[float]], *, exclude_flagged: bool) -> list[dict]:
+    """One dict per labelled image with an ok result: its labels summarised next to its baseline."""
+    results = baselines_current(project).filter(
+        status=ImageBaseline.Status.OK, ita_median__isnull=False, image_id__in=list(values)
+    )
+    points = []
+    for row in results.select_related("image").order_by("image_id"):
+        if exclude_flagged and row.flags:
+            continue
+        image_values = values[row.image_id]
+        points.append(
+            {
+                "image_id": row.image_id,
+                "external_id": row.image.external_id,
+                "baseline_id": row.id,
+                "mean_label": float(np.mean(image_values)),
+                "median_label": float(np.median(image_values)),
+                "consensus_tone": round_half_up(float(np.median(image_values))),
+                "n_labels": len(image_values),
+                "ita": row.ita_median,
+                "ita_class": row.ita_class,
+                "apparent_albedo": row.albedo,
+                "apparent_albedo_normalized": row.albedo_normalized,
+                "flags": list(row.flags or []),
+            }
+        )
+    return points
+
+
+def _pairs(points: list[dict], measure: str) -> tuple[list[float], list[float]]:
+    """The mean labels and ``measure`` of the points that have it."""
+    pairs = [(p["mean_label"], p[measure]) for p in points if p[measure] is not None]
+    return [a for a, _ in pairs], [b for _, b in pairs]
+
+
+def _disagreements(points: list[dict]) -> list[dict]:
+    """Add the label and ITA ranks to each point; the points whose ranks differ most, largest first."""
+    from scipy import stats as scipy_stats
+
+    if len(points) < 2:
+        return []
+    label_rank = scipy_stats.rankdata([p["mean_label"] for p in points])
+    ita_rank = scipy_stats.rankdata([-p["ita"] for p in points])
+    for p, lr, ir in zip(points, label_rank, ita_rank, strict=True):
+        p["label_rank"], p["ita_rank"] = float(lr), float(ir)
+        p["rank_difference"] = float(abs(lr - ir))
+    disagreements = sorted(points, key=lambda p: (-p["rank_difference"], p["image_id"]))
+    return [p for p in disagreements if p["rank_difference"] > 0][:DISAGREEMENT_LIMIT]

@@ -1,0 +1,166 @@
+"""Measuring one image: decoding it (and its mask), its skin-tone statistics and its overlay.
+
+Nothing here touches the database; :mod:`.storage` stores what
+:func:`image_measure` returns.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+from typing import Any
+
+import numpy as np
+from PIL import Image as PILImage
+
+from ...colorimetry import ImageDecodeError, MaskSizeError, detect_skin, measure_image, skin_tone_stats
+from ...models import Image
+from .parameters import stats_options
+
+#: Longest side of the stored overlay PNG (a 2-colour palette image: a few kB).
+OVERLAY_MAX_SIDE = 640
+
+
+def image_mask_kind(image: Image) -> str:
+    """How ``image``'s mask is used: "skin", "silhouette" (any other kind) or "" (no mask)."""
+    if not image.mask:
+        return ""
+    return "skin" if image.mask_kind == "skin" else "silhouette"
+
+
+def _load_mask(image: Image, size: tuple[int, int]) -> np.ndarray:
+    """The stored mask (oriented image size) as booleans resized (nearest) to ``size``."""
+    with image.mask.open("rb") as handle:
+        try:
+            mask = PILImage.open(handle)
+            mask.load()
+        except (OSError, SyntaxError, ValueError) as exc:
+            if isinstance(exc, FileNotFoundError):
+                raise
+            raise ImageDecodeError(f"cannot decode the mask: {exc}") from exc
+    if mask.size != (image.width, image.height):
+        raise MaskSizeError(
+            f"mask is {mask.size[0]}x{mask.size[1]} pixels but the image is "
+            f"{image.width}x{image.height} (after EXIF orientation); the mask must match the image"
+        )
+    grey = mask.convert("L")
+    if grey.size != size:
+        grey = grey.resize(size, PILImage.Resampling.NEAREST)
+    return np.asarray(grey) != 0
+
+
+def _open_rgb(image: Image, *, max_pixels: int) -> np.ndarray:
+    """Oriented sRGB pixels (as labelers see them) box-reduced to at most ``max_pixels``."""
+    from ..images import image_open_oriented_rgb
+
+    short_side = min(image.width, image.height)
+    hint = max(1, int(short_side * math.sqrt(min(1.0, max_pixels / (image.width * image.height)))))
+    try:
+        rgb = image_open_oriented_rgb(image, max_side=hint)
+    except FileNotFoundError:
+        raise
+    except (OSError, SyntaxError, ValueError, EOFError, IndexError) as exc:
+        raise ImageDecodeError(f"cannot decode the image: {exc}") from exc
+    width, height = rgb.size
+    factor = max(1, math.ceil(math.sqrt(width * height / max_pixels)))
+    while math.ceil(width / factor) * math.ceil(height / factor) > max_pixels:
+        factor += 1
+    if factor > 1:
+        rgb = rgb.reduce(factor)
+    return np.asarray(rgb)
+
+
+def _overlay_png(image: Image, mask_kind: str) -> bytes:
+    """A palette PNG to lay over the display image: non-skin dimmed, skin outlined.
+
+    Skin pixels are found again at overlay size (the detector is a per-pixel rule,
+    so this is the analysed region up to resampling).
+    """
+    rgb = _open_rgb(image, max_pixels=OVERLAY_MAX_SIDE * OVERLAY_MAX_SIDE)
+    height, width = rgb.shape[:2]
+    if max(width, height) > OVERLAY_MAX_SIDE:
+        scale = OVERLAY_MAX_SIDE / max(width, height)
+        size = (max(1, round(width * scale)), max(1, round(height * scale)))
+        rgb = np.asarray(PILImage.fromarray(rgb).resize(size, PILImage.Resampling.BOX))
+        height, width = rgb.shape[:2]
+    if mask_kind == "skin":
+        skin = _load_mask(image, (width, height))
+    else:
+        skin = detect_skin(rgb)
+        if mask_kind == "silhouette":
+            skin &= _load_mask(image, (width, height))
+    # Outline: skin pixels with a non-skin 4-neighbour (the frame edge is not an outline).
+    padded = np.pad(skin, 1, mode="edge")
+    interior = padded[:-2, 1:-1] & padded[2:, 1:-1] & padded[1:-1, :-2] & padded[1:-1, 2:]
+    indices = np.where(skin, np.where(interior, 0, 2), 1).astype(np.uint8)
+    overlay = PILImage.fromarray(indices, "P")
+    # 0 skin: transparent; 1 not skin: dark, mostly opaque; 2 skin edge: cyan.
+    overlay.putpalette([0, 0, 0, 16, 16, 20, 0, 210, 255])
+    buffer = io.BytesIO()
+    overlay.save(buffer, format="PNG", transparency=bytes([0, 185, 255]))
+    return buffer.getvalue()
+
+
+def _measure(image: Image, parameters: dict[str, Any], mask_kind: str) -> dict[str, Any]:
+    options = stats_options(parameters)
+    max_pixels = parameters["max_pixels"]
+    if mask_kind == "silhouette":
+        rgb = _open_rgb(image, max_pixels=max_pixels)
+        silhouette = _load_mask(image, (rgb.shape[1], rgb.shape[0]))
+        stats = skin_tone_stats(rgb, detect_skin(rgb) & silhouette, **options)
+        stats["parameters"]["skin_detector"] = "chai_ngan_ycbcr+kovac_rgb within silhouette mask"
+        stats.update(width=image.width, height=image.height, analysed_width=rgb.shape[1], analysed_height=rgb.shape[0])
+        return stats
+    original = image.original.path
+    mask_path = image.mask.path if mask_kind == "skin" else None
+    try:
+        return measure_image(original, mask_path, max_pixels=max_pixels, **options)
+    except (ImageDecodeError, MaskSizeError) as exc:
+        # Say "image"/"mask" rather than disclose server paths to the lead.
+        message = str(exc).replace(repr(os.fspath(original)), repr(image.original_filename))
+        if mask_path is not None:
+            message = message.replace(repr(os.fspath(mask_path)), "'mask'")
+        raise type(exc)(message) from exc
+
+
+def _failure_reason(exc: BaseException) -> str:
+    if isinstance(exc, MaskSizeError):
+        return f"mask size mismatch: {exc}"
+    if isinstance(exc, ImageDecodeError):
+        return f"corrupt or unreadable file: {exc}"
+    if isinstance(exc, FileNotFoundError):
+        return "file missing from storage"
+    if isinstance(exc, PILImage.DecompressionBombError):
+        return f"image too large to decode safely: {exc}"
+    if isinstance(exc, OSError):
+        return f"storage error after retries: {exc}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def image_measure(
+    image: Image, parameters: dict[str, Any], mask_kind: str, *, final_attempt: bool
+) -> tuple[dict[str, Any] | None, bytes, str]:
+    """The statistics and overlay PNG of ``image``, or why they could not be computed.
+
+    A decode error, a mask of the wrong size, a missing file or a degenerate image
+    is a failure with its reason; other ``OSError`` (storage hiccups) propagate so
+    the task is retried, unless ``final_attempt``.
+
+    Returns
+    -------
+    tuple
+        ``(stats, overlay, "")`` on success, ``(None, b"", reason)`` on failure.
+    """
+    try:
+        stats = _measure(image, parameters, mask_kind)
+        overlay = _overlay_png(image, mask_kind)
+    except (ImageDecodeError, MaskSizeError, FileNotFoundError, PILImage.DecompressionBombError) as exc:
+        return None, b"", _failure_reason(exc)
+    except OSError as exc:
+        if not final_attempt:
+            raise
+        return None, b"", _failure_reason(exc)
+    except ValueError as exc:  # e.g. a degenerate image the statistics refuse
+        return None, b"", _failure_reason(exc)
+    return stats, overlay, ""
