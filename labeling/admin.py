@@ -132,6 +132,23 @@ class ImageBaselineAdmin(admin.ModelAdmin):
     raw_id_fields = ["image", "job"]
 
 
-admin.site.register(models.DatasetExport)
+@admin.register(models.Release)
+class ReleaseAdmin(admin.ModelAdmin):
+    """Read-only: releases are made by the service, and a published one never changes."""
+
+    list_display = ["project", "version", "status", "created_by", "created_at", "published_at"]
+    list_filter = ["status"]
+    readonly_fields = [f.name for f in models.Release._meta.fields]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
 admin.site.register(models.EvaluationRun)
 admin.site.site_header = "FairTone administration"

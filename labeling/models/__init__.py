@@ -5,19 +5,20 @@
 - ``images``: subjects, images, masks, imports and their per-row reports.
 - ``phases``: the four labeling phases, the images in each, per-labeler assignments.
 - ``labels``: labels with append-only revisions, reflections.
-- ``jobs``: background jobs, colorimetric baselines, dataset exports, evaluation runs.
+- ``jobs``: background jobs, colorimetric baselines, evaluation runs.
+- ``releases``: dataset releases (versioned, immutable once published) and their images.
 """
 
 from .images import Image, ImportBatch, ImportItem, Subject
-from .jobs import DatasetExport, EvaluationRun, ImageBaseline, Job
+from .jobs import EvaluationRun, ImageBaseline, Job
 from .labels import Label, LabelRevision, Reflection
 from .phases import Assignment, Phase, PhaseImage, PhaseParticipant
 from .projects import Membership, Project, ToneExample
+from .releases import Release, ReleaseImage, ReleaseImmutable
 from .scales import Scale, Tone
 
 __all__ = [
     "Assignment",
-    "DatasetExport",
     "EvaluationRun",
     "Image",
     "ImageBaseline",
@@ -32,6 +33,9 @@ __all__ = [
     "PhaseParticipant",
     "Project",
     "Reflection",
+    "Release",
+    "ReleaseImage",
+    "ReleaseImmutable",
     "Scale",
     "Subject",
     "Tone",

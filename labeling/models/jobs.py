@@ -2,7 +2,6 @@ from django.conf import settings
 from django.db import models
 
 from .images import Image
-from .phases import Phase
 from .projects import Project
 
 
@@ -12,7 +11,7 @@ class Job(models.Model):
     class Kind(models.TextChoices):
         DERIVATIVES = "derivatives", "Thumbnails and display images"
         BASELINE = "baseline", "Colorimetric baseline (ITA, apparent albedo)"
-        EXPORT = "export", "Dataset export"
+        EXPORT = "export", "Dataset release"
         EVALUATION = "evaluation", "Fairness evaluation"
 
     class Status(models.TextChoices):
@@ -20,6 +19,7 @@ class Job(models.Model):
         RUNNING = "running", "Running"
         DONE = "done", "Done"
         FAILED = "failed", "Failed"
+        CANCELLED = "cancelled", "Cancelled"
 
     project = models.ForeignKey(Project, related_name="jobs", on_delete=models.CASCADE)
     kind = models.CharField(max_length=20, choices=Kind.choices)
@@ -75,18 +75,6 @@ class ImageBaseline(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["image", "parameters_hash", "code_version"], name="unique_baseline")
         ]
-
-
-class DatasetExport(models.Model):
-    """A fairness-evaluation dataset export with its generated data card."""
-
-    project = models.ForeignKey(Project, related_name="exports", on_delete=models.CASCADE)
-    phases = models.ManyToManyField(Phase, blank=True, related_name="+")
-    job = models.ForeignKey(Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    archive = models.FileField(upload_to="exports/", max_length=300, blank=True)
-    data_card = models.TextField(blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
-    created_at = models.DateTimeField(auto_now_add=True)
 
 
 class EvaluationRun(models.Model):
