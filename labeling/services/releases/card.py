@@ -1,0 +1,943 @@
+"""The data card of a release, laid out from its facts (:func:`.card_facts.card_facts`): Markdown, HTML, JSON, plots.
+
+Purely presentational: no database, no clock. The card is built once as a list of blocks (heading,
+paragraph, table, list, note, image, lead-written text) and written twice, as Markdown (plots referenced
+as ``plots/<name>.png``) and as one self-contained HTML page (inline CSS, plots as ``data:`` URIs, no
+external URL, a Content-Security-Policy that allows no script, every text HTML-escaped: the lead-written
+texts, pseudonyms, tone names and attribute values are user input). ``data_card.json`` is the facts
+themselves. The same facts give the same bytes: PNGs without the Software/date metadata, a fixed SVG hash
+salt, sorted JSON keys.
+
+Matplotlib is drawn here rather than in ``labeling.plots``: services may not import that module (the
+``services-import-no-views`` import contract), and a release is built by a background task.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+from typing import Any
+
+__all__ = ["PLOT_NAMES", "SECTIONS", "card_render"]
+
+#: The card's fixed sections, in order (the lead-written ones take their titles from the facts).
+SECTIONS = (
+    "Summary",
+    "Motivation",
+    "Intended uses",
+    "Out-of-scope uses",
+    "Composition",
+    "Consent of the people photographed",
+    "Skin-tone scale",
+    "Labeling process",
+    "Agreement",
+    "Test-retest",
+    "Final labels",
+    "Labels vs ITA",
+    "Exclusions",
+    "Changes since the previous release",
+    "Fields",
+    "Known limitations of the method",
+    "Licence",
+    "Contacts",
+)
+#: Plots of the card (``plots/<name>.png``) and their alt texts.
+PLOT_NAMES = {
+    "scale": "The scale's tones as shown to the labelers",
+    "agreement": "Agreement per phase: ordinal alpha and consensus rates with their 95% intervals",
+    "final_labels": "Final tone distribution with Wilson 95% intervals",
+}
+_ACCENT = "#2f5d8a"
+_GREY = "#9a9a9a"
+_RED = "#b03a2e"
+_DASH = "–"  # between the bounds of an interval
+
+Block = tuple
+
+
+# --------------------------------------------------------------------------- formatting
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{value * 100:.1f}%"
+
+
+def _ci_pct(p: dict[str, Any]) -> str:
+    return f"95% CI {p['ci_low'] * 100:.1f}{_DASH}{p['ci_high'] * 100:.1f}%"
+
+
+def _prop(p: dict[str, Any], *, of: bool = True) -> str:
+    """``k of n, share (95% CI low–high%)``, or the reason why it is not shown."""
+    if p["value"] is None:
+        return f"not reported ({p['reason']})"
+    head = f"{p['k']} of {p['n']}, " if of else ""
+    return f"{head}{_pct(p['value'])} ({_ci_pct(p)})"
+
+
+def _num(value: float | None, digits: int = 3) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def _stat(block: dict[str, Any], digits: int = 3) -> str:
+    return _num(block["value"], digits) if block["value"] is not None else f"not reported ({block['reason']})"
+
+
+def _date(text: str | None) -> str:
+    return text[:10] if text else "—"
+
+
+# --------------------------------------------------------------------------- the card as blocks
+
+
+def _h(level: int, text: str) -> Block:
+    return ("h", level, text)
+
+
+def _p(text: str) -> Block:
+    return ("p", text)
+
+
+def _note(text: str) -> Block:
+    return ("note", text)
+
+
+def _table(headers: list[str], rows: list[list[Any]]) -> Block:
+    return ("table", headers, rows)
+
+
+def _list(items: list[str]) -> Block:
+    return ("list", items)
+
+
+def _img(name: str) -> Block:
+    return ("img", name, PLOT_NAMES[name])
+
+
+def _user(text: str) -> Block:
+    return ("user", text)
+
+
+def _swatch(hex_colour: str) -> tuple:
+    return ("swatch", hex_colour)
+
+
+def _summary(facts: dict) -> list[Block]:
+    release, composition, final = facts["release"], facts["composition"], facts["final_labels"]
+    labels = sum(p["n_labels"] for p in facts["process"]["phases"])
+    previous = release.get("previous_version")
+    return [
+        _h(2, "Summary"),
+        _p(
+            f"Version {release['version']} of the fairness-evaluation dataset of project {release['project']}, "
+            f"created {release['created_at']} ({release['code_version']})."
+            + (f" Previous version: {previous}." if previous else " First release of this dataset.")
+        ),
+        _list(
+            [
+                f"Images: {composition['n_images']} ({final['n_included']} in the evaluation set, "
+                f"{facts['exclusions']['n_excluded']} excluded), of {composition['n_subjects']} subjects.",
+                f"Scale: {facts['scale']['name']} ({facts['scale']['n_tones']} tones).",
+                f"Labels: {labels} by {facts['team']['n_labelers']} labelers over "
+                f"{sum(1 for p in facts['process']['phases'] if p['n_labels'])} phases.",
+                f"Final label: the {final['aggregation']} of each image's counted valid labels, rounded half up.",
+            ]
+        ),
+        _p(
+            "Every share on this card comes with its Wilson 95% confidence interval; a statistic computed from "
+            f"fewer than {facts['agreement']['min_images']} images with two or more labels is not reported."
+        ),
+    ]
+
+
+def _user_section(facts: dict, field: str) -> list[Block]:
+    entry = next((e for e in facts["card_text"] if e["field"] == field), None)
+    if entry is None:
+        return []
+    return [_h(2, entry["title"]), _user(entry["text"])]
+
+
+def _composition(facts: dict) -> list[Block]:
+    c = facts["composition"]
+    blocks = [_h(2, "Composition")]
+    per = c["images_per_subject"]
+    text = f"{c['n_images']} images of {c['n_subjects']} subjects (people)"
+    if per:
+        text += f"; images per subject: {per['min']} to {per['max']}, median {per['median']:g}"
+    text += f". Images without a subject: {c['n_images_without_subject']}."
+    blocks.append(_p(text))
+    if not c["attributes"]:
+        blocks.append(_p("No subject attribute was recorded."))
+        return blocks
+    blocks.append(
+        _p(
+            "Subject attributes, counted over subjects (each person once) with the share of all subjects and its "
+            "95% interval; the images of those subjects alongside."
+        )
+    )
+    for attribute in c["attributes"]:
+        blocks.append(_h(3, f"Attribute: {attribute['key']}"))
+        if attribute["summary"]:
+            s = attribute["summary"]
+            blocks.append(
+                _p(
+                    f"Numeric, recorded for {attribute['n_recorded']} of {attribute['n_subjects']} subjects: "
+                    f"min {s['min']:g}, median {s['median']:g}, mean {s['mean']:.4g}, max {s['max']:g}."
+                )
+            )
+        rows = [[row["value"], _prop(row["share"]), str(row["n_images"])] for row in attribute["values"]]
+        if attribute["other"]:
+            other = attribute["other"]
+            rows.append([f"(other: {other['n_values']} values)", _prop(other["share"]), str(other["n_images"])])
+        blocks.append(_table(["Value", "Subjects (share, 95% CI)", "Images"], rows))
+    return blocks
+
+
+def _scale(facts: dict) -> list[Block]:
+    s = facts["scale"]
+    text = f"{s['name']}: {s['n_tones']} tones, 1 = lightest."
+    if s["citation"]:
+        text += f" Source: {s['citation'].rstrip('.')}."
+    order = ", ".join(str(p) for p in s["display_order"])
+    text += f" The tones were shown all at once, in this fixed order (positions): {order}."
+    rows = [[str(t["position"]), t["code"], t["name"], _swatch(t["hex"])] for t in s["tones"]]
+    return [_h(2, "Skin-tone scale"), _p(text), _table(["Position", "Code", "Name", "Colour"], rows), _img("scale")]
+
+
+def _profile(values: list[dict]) -> str:
+    return ", ".join(f"{v['value']} {v['n']}" for v in values) or "—"
+
+
+def _process(facts: dict) -> list[Block]:
+    p, team = facts["process"], facts["team"]
+    skips = ", ".join(p["skip_reasons"]) or "none"
+    blocks = [
+        _h(2, "Labeling process"),
+        _p(
+            "Labels per image are set per phase (table below; the project's default is "
+            f"{p['labels_per_image']}); each labeler saw the images in their own shuffled order. "
+            + (
+                "A labeler could choose two adjacent tones when unsure (their midpoint is the value). "
+                if p["allow_adjacent_pairs"]
+                else "One tone per label. "
+            )
+            + ("An 'uncertain' flag was offered. " if p["offer_uncertain"] else "")
+            + f"Skip reasons offered: {skips}."
+        ),
+        _p(
+            f"Team: {team['n_labelers']} labelers (profiles as given, counted over the team, never per person). "
+            f"Gender: {_profile(team['profile']['gender'])}. "
+            f"Region of upbringing: {_profile(team['profile']['region_of_upbringing'])}. "
+            f"Expertise: {_profile(team['profile']['expertise'])}."
+        ),
+    ]
+    rows = []
+    for phase in p["phases"]:
+        per_image = phase["labels_per_labelled_image"]
+        selection = phase["selection"]
+        chosen = selection["method"] or "—"
+        if selection["seed"] is not None:
+            chosen += f", seed {selection['seed']}"
+        rows.append(
+            [
+                phase["name"],
+                phase["status"],
+                _date(phase["opened_at"]),
+                _date(phase["closed_at"]),
+                str(phase["n_images"])
+                + (f" ({phase['n_repeated_images']} repeated)" if phase["n_repeated_images"] else ""),
+                str(phase["n_labels"]) + (f" ({phase['n_repeat_labels']} repeats)" if phase["n_repeat_labels"] else ""),
+                f"{phase['labels_per_image']} / {_num(per_image, 2)}",
+                str(phase["n_labelers"]),
+                chosen,
+                str(phase["n_reflections"]),
+                f"{phase['n_relabel_requests']} / {phase['n_corrections']}",
+            ]
+        )
+    blocks.append(
+        _table(
+            [
+                "Phase",
+                "Status",
+                "Opened",
+                "Closed",
+                "Images",
+                "Labels",
+                "Labels per image (target / achieved)",
+                "Labelers",
+                "Image selection",
+                "Reflections",
+                "Relabels / corrections",
+            ],
+            rows,
+        )
+    )
+    seeds = [
+        f"{phase['name']}: " + ", ".join(f"{s['labeler']} {s['seed']}" for s in phase["shuffle_seeds"])
+        for phase in p["phases"]
+        if phase["shuffle_seeds"]
+    ]
+    if seeds:
+        blocks.append(_p("Seeds of each labeler's shuffled order, per phase (for reproducibility):"))
+        blocks.append(_list(seeds))
+    return blocks
+
+
+def _alpha_text(alpha: dict) -> str:
+    ordinal = alpha["ordinal"]
+    if ordinal["value"] is None:
+        return f"Krippendorff's alpha (ordinal): not reported ({ordinal['reason']})."
+    text = f"Krippendorff's alpha (ordinal): {ordinal['value']:.3f}"
+    if ordinal["ci_low"] is not None:
+        text += (
+            f" (95% CI {ordinal['ci_low']:.3f} to {ordinal['ci_high']:.3f}; "
+            f"{alpha['interval_method']}, {alpha['n_resamples']} resamples)"
+        )
+    text += f": {ordinal['reading'] or ordinal['interpretation']}."
+    if alpha["interval"]["value"] is not None:
+        text += f" Interval alpha alongside: {alpha['interval']['value']:.3f}."
+    return text
+
+
+def _agreement(facts: dict) -> list[Block]:
+    a = facts["agreement"]
+    d = a["definitions"]
+    blocks = [
+        _h(2, "Agreement"),
+        _p(
+            "Between labelers, per phase (calibration-2 repeats left out). Labels are ordinal, so agreement is "
+            "Krippendorff's alpha, ordinal (reliable from .800, tentative from .667, otherwise not reliable). "
+            f"Near consensus: {d['near']}; overlap consensus: {d['overlap']}; complete consensus: "
+            f"{d['complete']}; over images with two or more valid labels."
+        ),
+        _img("agreement"),
+    ]
+    for phase in a["phases"]:
+        blocks.append(_h(3, phase["name"]))
+        if "alpha" not in phase:
+            blocks.append(_note(f"Not reported: {phase['reason']}."))
+            continue
+        blocks.append(
+            _p(
+                f"{phase['n_labels']} labels by {phase['n_labelers']} labelers on {phase['n_images']} images; "
+                f"{phase['n_images_2plus']} images with two or more valid labels."
+            )
+        )
+        if phase["reason"]:
+            blocks.append(_note(f"Agreement is not reported for this phase: {phase['reason']}."))
+        blocks.append(_p(_alpha_text(phase["alpha"])))
+        consensus = phase["consensus"]
+        flags = phase["flags"]
+        blocks.append(
+            _table(
+                ["Measure", "Images (share, 95% CI)"],
+                [
+                    ["Near consensus", _prop(consensus["near"])],
+                    ["Overlap consensus", _prop(consensus["overlap"])],
+                    ["Complete consensus", _prop(consensus["complete"])],
+                    ["Labels spanning 3+ tones", _prop(flags["wide_range"])],
+                    ["Any label flagged uncertain", _prop(flags["uncertain"])],
+                    ["Any invalid (non-adjacent) pair", _prop(flags["invalid"])],
+                ],
+            )
+        )
+        if phase["k_of_n"]:
+            blocks.append(_p(f"k of n labelers agreed exactly ({d['k_of_n']}):"))
+            blocks.append(
+                _table(
+                    ["Labels on the image (n)", "Largest agreeing group (k)", "Images (share of those with n, 95% CI)"],
+                    [[str(r["n_labels"]), str(r["k_agreed"]), _prop(r)] for r in phase["k_of_n"]],
+                )
+            )
+        if phase["unique_values"]:
+            blocks.append(_p("Distinct values per image (images with two or more labels):"))
+            blocks.append(
+                _table(
+                    ["Distinct values", "Images (share, 95% CI)"],
+                    [[str(r["n_unique_values"]), _prop(r)] for r in phase["unique_values"]],
+                )
+            )
+    return blocks
+
+
+def _retest_cells(row: dict) -> list[str]:
+    return [
+        str(row["n"]),
+        _prop(row["exact"]),
+        _prop(row["within_one"]),
+        _stat(row["weighted_kappa"]),
+        _stat(row["mean_shift"], 2),
+    ]
+
+
+def _test_retest(facts: dict) -> list[Block]:
+    r = facts["test_retest"]
+    blocks = [
+        _h(2, "Test-retest"),
+        _p(
+            "The same labeler on the same image weeks apart: calibration-1 images shown again in calibration 2"
+            + (f" ({r['n_repeated_images']} images)" if r["n_repeated_images"] else "")
+            + ". Mean shift: calibration 2 minus calibration 1 (+ = deeper)."
+        ),
+    ]
+    if r["pooled"] is None:
+        blocks.append(_note(f"Not reported: {r['reason']}."))
+        return blocks
+    headers = ["Labeler", "Pairs", "Same value (95% CI)", "Within one tone (95% CI)", "Weighted kappa", "Mean shift"]
+    rows = [[row["labeler"], *_retest_cells(row)] for row in r["per_labeler"]]
+    rows.append(["All labelers", *_retest_cells(r["pooled"])])
+    blocks.append(_table(headers, rows))
+    return blocks
+
+
+def _final(facts: dict) -> list[Block]:
+    f = facts["final_labels"]
+    phases = f["phases"] if isinstance(f["phases"], str) else ", ".join(f["phases"])
+    blocks = [
+        _h(2, "Final labels"),
+        _p(
+            f"Final value: the {f['aggregation']} of each image's counted valid labels (mode ties: {f['tie']}), "
+            f"rounded half up to a tone; labels counted from phases: {phases} (a labeler at most once per image, "
+            f"calibration-2 repeats never); at least {f['min_valid_labels']} valid labels needed. "
+            f"{f['n_with_final_tone']} of the {f['n_included']} included images have a final tone"
+            + (f" ({f['n_included_without_tone']} have none)." if f["n_included_without_tone"] else ".")
+        ),
+        _table(
+            ["Tone", "Name", "Colour", "Images (share, 95% CI)", "Note"],
+            [
+                [
+                    t["code"],
+                    t["name"],
+                    _swatch(t["hex"]),
+                    _prop(t["share"]),
+                    "under-represented" if t["under_represented"] else "",
+                ]
+                for t in f["tones"]
+            ],
+        ),
+        _img("final_labels"),
+    ]
+    threshold = f["under_represented_threshold"]
+    for t in f["tones"]:
+        if not t["under_represented"]:
+            continue
+        share = t["share"]
+        certainty = (
+            "the whole interval lies below the threshold"
+            if t["clearly_under_represented"]
+            else "the interval reaches above the threshold, so this is not certain"
+        )
+        blocks.append(
+            _note(
+                f"Tone {t['code']} ({t['name']}) is under-represented: {share['k']} of {share['n']} images, "
+                f"{_pct(share['value'])} ({_ci_pct(share)}), below half of an even share "
+                f"(threshold {threshold:.3f} of the images); {certainty}."
+            )
+        )
+    if f["tones"] and not f["under_represented"] and f["n_with_final_tone"]:
+        blocks.append(_p(f"No tone is under-represented ({f['under_represented_rule']})."))
+    if f["unknown_tones"]:
+        blocks.append(
+            _note(
+                "Final tones outside the scale: " + ", ".join(f"{u['position']} ({u['n']})" for u in f["unknown_tones"])
+            )
+        )
+    return blocks
+
+
+def _rho_text(what: str, c: dict) -> str:
+    if c["rho"] is None:
+        return f"{what}: not reported ({c['reason']})."
+    interval = ""
+    if c["ci_low"] is not None:
+        interval = f" (95% CI {c['ci_low']:.2f} to {c['ci_high']:.2f}; bootstrap, {c['n_resamples']} resamples)"
+    return f"{what}: Spearman's rho = {c['rho']:.2f}{interval}, n = {c['n']} images."
+
+
+def _labels_vs_ita(facts: dict) -> list[Block]:
+    v = facts["labels_vs_ita"]
+    b = v["baselines"]
+    blocks = [
+        _h(2, "Labels vs ITA"),
+        _p(
+            f"Human labels against the colorimetric baseline, by rank correlation (not by mapping swatches to ITA). "
+            f"Human value: {v['label_definition']}; expected sign: {v['expected_sign']}. Baseline parameters "
+            f"{v['parameters_hash'][:12]}, {v['code_version']}."
+        ),
+        _list(
+            [
+                _rho_text("Mean label vs ITA", v["ita"]),
+                _rho_text("Mean label vs apparent albedo", v["apparent_albedo"]),
+                _rho_text("Mean label vs normalised apparent albedo", v["apparent_albedo_normalized"]),
+            ]
+        ),
+        _p(
+            f"Baselines: {b['n_ok']} of {b['n_images']} images computed ({b['n_flagged']} with a quality flag), "
+            f"{b['n_failed']} failed, {b['n_missing']} not computed. Compared images with a quality flag: "
+            f"{v['n_flagged']}."
+        ),
+    ]
+    if b["n_ok"]:
+        blocks.append(
+            _table(
+                ["ITA class (Chardon / Del Bino)", "Images (share, 95% CI)"],
+                [[row["class"], _prop(row["share"])] for row in b["ita_classes"]],
+            )
+        )
+    flagged = [f"{row['name']}: {row['n']}" for row in b["flags"] if row["n"]]
+    if flagged:
+        blocks.append(_p("Quality flags: " + "; ".join(flagged) + "."))
+    return blocks
+
+
+def _exclusions(facts: dict) -> list[Block]:
+    e = facts["exclusions"]
+    final = facts["final_labels"]
+    blocks = [
+        _h(2, "Exclusions"),
+        _p(
+            f"{e['n_excluded']} of {final['n_images']} images are excluded from the evaluation set (their rows stay "
+            f"in the images table with excluded = true). {e['note']}"
+        ),
+    ]
+    if e["by_reason"]:
+        blocks.append(
+            _table(
+                ["Reason", "Meaning", "Images"], [[r["reason"], r["description"], str(r["n"])] for r in e["by_reason"]]
+            )
+        )
+    blocks.append(_p("What the lead decided for each readiness category:"))
+    blocks.append(
+        _table(
+            ["Category", "Meaning", "Images in it"],
+            [[c["category"], c["description"], "kept" if c["included"] else "excluded"] for c in e["categories"]],
+        )
+    )
+    return blocks
+
+
+def _changes(facts: dict) -> list[Block]:
+    c = facts["changes"]
+    blocks = [_h(2, "Changes since the previous release")]
+    if c["first_release"]:
+        blocks.append(_p("First release: there is no previous release to compare with."))
+        return blocks
+    counts = c["counts"]
+    blocks.append(_p(f"From version {c['from']} to version {c['to']}:"))
+    blocks.append(
+        _table(
+            ["Change", "Images"],
+            [
+                ["Final tone moved", str(counts["moved"])],
+                ["Added", str(counts["added"])],
+                ["Removed", str(counts["removed"])],
+                ["Newly excluded", str(counts["newly_excluded"])],
+                ["Newly included", str(counts["newly_included"])],
+            ],
+        )
+    )
+    if c["transitions"]:
+        blocks.append(
+            _table(
+                ["From tone", "To tone", "Images"],
+                [
+                    [
+                        "—" if t["from"] is None else str(t["from"]),
+                        "—" if t["to"] is None else str(t["to"]),
+                        str(t["n"]),
+                    ]
+                    for t in c["transitions"]
+                ],
+            )
+        )
+    examples = []
+    for kind, items in c["examples"].items():
+        if items:
+            names = ", ".join(str(item.get("external_id") or item.get("image_id")) for item in items)
+            more = counts[kind] - len(items)
+            examples.append(f"{kind.replace('_', ' ')}: {names}" + (f" and {more} more" if more > 0 else ""))
+    if examples:
+        blocks.append(_list(examples))
+    return blocks
+
+
+def _fields(facts: dict) -> list[Block]:
+    blocks = [
+        _h(2, "Fields"),
+        _p("The release's tables (CSV, JSON Lines and Parquet), one line per column."),
+    ]
+    for table, title in (
+        ("images", "images: one row per image"),
+        ("labels", "labels: one row per label"),
+        ("labelers", "labelers: one row per labeler"),
+    ):
+        blocks.append(_h(3, title))
+        blocks.append(_table(["Column", "Meaning"], [[f["name"], f["meaning"]] for f in facts["fields"][table]]))
+    return blocks
+
+
+def _limitations(facts: dict) -> list[Block]:
+    return [
+        _h(2, "Known limitations of the method"),
+        _list([f"{item['title']}: {item['text']}" for item in facts["limitations"]]),
+    ]
+
+
+def _blocks(facts: dict) -> list[Block]:
+    release = facts["release"]
+    blocks: list[Block] = [_h(1, f"Data card: {release['project']}, version {release['version']}")]
+    blocks += _summary(facts)
+    for field in ("motivation", "intended_uses", "out_of_scope_uses"):
+        blocks += _user_section(facts, field)
+    blocks += _composition(facts)
+    blocks += _user_section(facts, "consent")
+    blocks += _scale(facts)
+    blocks += _process(facts)
+    blocks += _agreement(facts)
+    blocks += _test_retest(facts)
+    blocks += _final(facts)
+    blocks += _labels_vs_ita(facts)
+    blocks += _exclusions(facts)
+    blocks += _changes(facts)
+    blocks += _fields(facts)
+    blocks += _limitations(facts)
+    for field in ("licence", "contacts"):
+        blocks += _user_section(facts, field)
+    known = {"motivation", "intended_uses", "out_of_scope_uses", "consent", "licence", "contacts"}
+    for entry in facts["card_text"]:
+        if entry["field"] not in known:
+            blocks += _user_section(facts, entry["field"])
+    return blocks
+
+
+# --------------------------------------------------------------------------- Markdown
+
+
+def _md(text: str) -> str:
+    """Inline text for Markdown: HTML and link syntax neutralised, one line."""
+    text = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = text.replace("[", "\\[").replace("]", "\\]").replace("|", "\\|")
+    return " ".join(text.split("\n"))
+
+
+def _md_cell(cell: Any) -> str:
+    if isinstance(cell, tuple) and cell[0] == "swatch":
+        return f"`{cell[1]}`"
+    return _md(cell)
+
+
+def _markdown(blocks: list[Block]) -> str:
+    out: list[str] = []
+    for block in blocks:
+        kind = block[0]
+        if kind == "h":
+            out.append(f"{'#' * block[1]} {_md(block[2])}")
+        elif kind == "p":
+            out.append(_md(block[1]))
+        elif kind == "note":
+            out.append(f"> **Note:** {_md(block[1])}")
+        elif kind == "user":
+            paragraphs = [p.strip() for p in str(block[1]).replace("\r\n", "\n").split("\n\n") if p.strip()]
+            lines = ["  \n".join(_md(line) for line in p.split("\n")) for p in paragraphs] or ["(not given)"]
+            out.append("\n\n".join(lines))
+        elif kind == "list":
+            out.append("\n".join(f"- {_md(item)}" for item in block[1]))
+        elif kind == "img":
+            out.append(f"![{_md(block[2])}](plots/{block[1]}.png)")
+        elif kind == "table":
+            headers, rows = block[1], block[2]
+            lines = [
+                "| " + " | ".join(_md(h) for h in headers) + " |",
+                "|" + "|".join("---" for _ in headers) + "|",
+            ]
+            lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows]
+            out.append("\n".join(lines))
+    return "\n\n".join(out) + "\n"
+
+
+# --------------------------------------------------------------------------- HTML
+
+_CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;max-width:62rem;margin:2rem auto;padding:0 1rem;
+color:#222;line-height:1.45}
+h1{font-size:1.6rem}h2{font-size:1.3rem;margin-top:2.2rem;border-bottom:1px solid #ddd;padding-bottom:.2rem}
+h3{font-size:1.05rem;margin-top:1.4rem}
+table{border-collapse:collapse;margin:.6rem 0;font-size:.9rem}
+th,td{border:1px solid #d6d6d6;padding:.25rem .5rem;text-align:left;vertical-align:top}
+th{background:#f3f3f1}
+.note{border-left:4px solid #b03a2e;background:#fbf1ef;padding:.4rem .7rem}
+.user{border-left:4px solid #2f5d8a;background:#f2f6fa;padding:.2rem .8rem;white-space:normal}
+.swatch{display:inline-block;width:1.6em;height:1em;border:1px solid #555;vertical-align:middle;margin-right:.4em}
+img{max-width:100%;height:auto}
+code{font-size:.85rem}
+""".strip()
+
+
+def _e(text: Any) -> str:
+    """HTML-escaped text; ``://`` as ``&#58;//`` so that no URL (even a quoted one) appears literally."""
+    return html.escape(str(text), quote=True).replace("://", "&#58;//")
+
+
+def _html_cell(cell: Any) -> str:
+    if isinstance(cell, tuple) and cell[0] == "swatch":
+        colour = cell[1] if _is_hex(cell[1]) else "#ffffff"
+        return f'<span class="swatch" style="background:{colour}"></span><code>{_e(cell[1])}</code>'
+    return _e(cell)
+
+
+def _is_hex(text: str) -> bool:
+    return (
+        isinstance(text, str)
+        and len(text) == 7
+        and text[0] == "#"
+        and all(c in "0123456789abcdefABCDEF" for c in text[1:])
+    )
+
+
+def _html(blocks: list[Block], plots: dict[str, bytes], title: str) -> str:
+    out = [
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        '<meta http-equiv="Content-Security-Policy" '
+        "content=\"default-src 'none'; img-src data:; style-src 'unsafe-inline'\">",
+        f"<title>{_e(title)}</title>",
+        f"<style>{_CSS}</style>",
+        "</head>",
+        "<body>",
+    ]
+    for block in blocks:
+        kind = block[0]
+        if kind == "h":
+            out.append(f"<h{block[1]}>{_e(block[2])}</h{block[1]}>")
+        elif kind == "p":
+            out.append(f"<p>{_e(block[1])}</p>")
+        elif kind == "note":
+            out.append(f'<p class="note"><strong>Note:</strong> {_e(block[1])}</p>')
+        elif kind == "user":
+            paragraphs = [p.strip() for p in str(block[1]).replace("\r\n", "\n").split("\n\n") if p.strip()]
+            inner = (
+                "".join("<p>" + "<br>".join(_e(line) for line in p.split("\n")) + "</p>" for p in paragraphs)
+                or "<p>(not given)</p>"
+            )
+            out.append(f'<div class="user">{inner}</div>')
+        elif kind == "list":
+            out.append("<ul>" + "".join(f"<li>{_e(item)}</li>" for item in block[1]) + "</ul>")
+        elif kind == "img":
+            data = base64.b64encode(plots[f"plots/{block[1]}.png"]).decode("ascii")
+            out.append(f'<p><img alt="{_e(block[2])}" src="data:image/png;base64,{data}"></p>')
+        elif kind == "table":
+            head = "".join(f"<th>{_e(h)}</th>" for h in block[1])
+            body = "".join("<tr>" + "".join(f"<td>{_html_cell(c)}</td>" for c in row) + "</tr>" for row in block[2])
+            out.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+    out += ["</body>", "</html>"]
+    return "\n".join(out) + "\n"
+
+
+# --------------------------------------------------------------------------- plots
+
+
+def _text_colour(hex_colour: str) -> str:
+    if not _is_hex(hex_colour):
+        return "#000000"
+    r, g, b = (int(hex_colour[i : i + 2], 16) for i in (1, 3, 5))
+    return "#000000" if 0.299 * r + 0.587 * g + 0.114 * b > 140 else "#ffffff"
+
+
+def _colour(hex_colour: str) -> str:
+    return hex_colour if _is_hex(hex_colour) else _GREY
+
+
+def _message(ax, text: str) -> None:
+    ax.text(0.5, 0.5, text, ha="center", va="center", wrap=True, color="#444", transform=ax.transAxes)
+    ax.set_axis_off()
+
+
+def _plot_scale(fig, facts: dict) -> None:
+    tones = facts["scale"]["tones"]
+    ax = fig.subplots()
+    if not tones:
+        _message(ax, "The scale has no tones.")
+        return
+    from matplotlib.patches import Rectangle
+
+    for i, tone in enumerate(tones):
+        colour = _colour(tone["hex"])
+        ax.add_patch(Rectangle((i, 0), 0.92, 1, facecolor=colour, edgecolor="#333", linewidth=0.6))
+        ax.text(i + 0.46, 0.5, tone["code"], ha="center", va="center", color=_text_colour(colour), fontsize=10)
+        ax.text(i + 0.46, -0.12, tone["name"], ha="center", va="top", fontsize=7, rotation=30 if len(tones) > 6 else 0)
+    ax.set_xlim(-0.1, len(tones))
+    ax.set_ylim(-0.8, 1.05)
+    ax.set_axis_off()
+    ax.set_title(f"{facts['scale']['name']} (1 = lightest)", fontsize=9, loc="left")
+
+
+def _plot_final(fig, facts: dict) -> None:
+    f = facts["final_labels"]
+    ax = fig.subplots()
+    tones = f["tones"]
+    if not tones or not f["n_with_final_tone"]:
+        _message(ax, "No image has a final tone.")
+        return
+    x = list(range(1, len(tones) + 1))
+    shares = [t["share"]["value"] * 100 for t in tones]
+    low = [s - t["share"]["ci_low"] * 100 for s, t in zip(shares, tones, strict=True)]
+    high = [t["share"]["ci_high"] * 100 - s for s, t in zip(shares, tones, strict=True)]
+    colours = [_colour(t["hex"]) for t in tones]
+    ax.bar(x, shares, width=0.8, color=colours, edgecolor="#333", linewidth=0.6)
+    ax.errorbar(x, shares, yerr=[low, high], fmt="none", ecolor="#222", elinewidth=1, capsize=3)
+    threshold = f["under_represented_threshold"] * 100
+    ax.axhline(threshold, color=_RED, linestyle="--", linewidth=1)
+    ax.annotate(
+        "under-represented below",
+        (0.99, threshold),
+        xycoords=("axes fraction", "data"),
+        ha="right",
+        va="bottom",
+        fontsize=7,
+        color=_RED,
+    )
+    for xi, tone in zip(x, tones, strict=True):
+        ax.annotate(
+            str(tone["share"]["k"]),
+            (xi, tone["share"]["ci_high"] * 100),
+            xytext=(0, 2),
+            textcoords="offset points",
+            ha="center",
+            fontsize=7,
+            color=_RED if tone["under_represented"] else "#222",
+        )
+    ax.set_xticks(x, [t["code"] for t in tones])
+    ax.set_xlabel("Final tone (number above the bar: images)")
+    ax.set_ylabel("% of images with a final tone")
+    ax.set_ylim(0, max(max(t["share"]["ci_high"] for t in tones) * 100 * 1.15, threshold * 1.5, 1))
+    ax.set_title(f"{f['n_with_final_tone']} images; bars: Wilson 95% intervals", fontsize=9, loc="left")
+
+
+def _plot_agreement(fig, facts: dict) -> None:
+    phases = [p for p in facts["agreement"]["phases"] if "alpha" in p]
+    if not phases:
+        _message(fig.subplots(), "No phase has labels.")
+        return
+    left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.6]})
+    names = [p["name"] for p in phases]
+    x = list(range(len(phases)))
+    for threshold, label in ((0.8, "reliable"), (0.667, "tentative")):
+        left.axhline(threshold, color=_GREY, linestyle="--", linewidth=0.8)
+        left.annotate(label, (0.01, threshold), xycoords=("axes fraction", "data"), va="bottom", fontsize=7)
+    for xi, phase in zip(x, phases, strict=True):
+        ordinal = phase["alpha"]["ordinal"]
+        if ordinal["value"] is None:
+            left.annotate("too little\ndata", (xi, 0.5), ha="center", va="center", fontsize=7, color=_RED)
+            continue
+        lo = ordinal["ci_low"] if ordinal["ci_low"] is not None else ordinal["value"]
+        hi = ordinal["ci_high"] if ordinal["ci_high"] is not None else ordinal["value"]
+        left.errorbar(
+            [xi],
+            [ordinal["value"]],
+            yerr=[[ordinal["value"] - lo], [hi - ordinal["value"]]],
+            fmt="o",
+            color=_ACCENT,
+            capsize=3,
+        )
+    left.set_xticks(x, names, rotation=20, ha="right")
+    left.set_xlim(-0.6, len(phases) - 0.4)
+    left.set_ylim(-0.2, 1.05)
+    left.set_ylabel("Krippendorff's alpha (ordinal)")
+    left.set_title("Alpha, 95% bootstrap interval", fontsize=9, loc="left")
+    measures = (("near", "#2f5d8a"), ("overlap", "#7fa7c9"), ("complete", "#c9d9e8"))
+    width = 0.26
+    for j, (measure, colour) in enumerate(measures):
+        labelled = False
+        for xi, phase in zip(x, phases, strict=True):
+            p = phase["consensus"][measure]
+            position = xi + (j - 1) * width
+            if p["value"] is None:
+                if j == 1:
+                    right.annotate("too little data", (xi, 50), ha="center", va="center", fontsize=7, color=_RED)
+                continue
+            value = p["value"] * 100
+            right.bar(
+                [position],
+                [value],
+                width=width,
+                color=colour,
+                edgecolor="#333",
+                linewidth=0.5,
+                label=None if labelled else f"{measure} consensus",
+            )
+            labelled = True
+            right.errorbar(
+                [position],
+                [value],
+                yerr=[[value - p["ci_low"] * 100], [p["ci_high"] * 100 - value]],
+                fmt="none",
+                ecolor="#222",
+                elinewidth=0.9,
+                capsize=2,
+            )
+    right.set_xticks(x, names, rotation=20, ha="right")
+    right.set_xlim(-0.6, len(phases) - 0.4)
+    right.set_ylim(0, 105)
+    right.set_ylabel("% of images with 2+ labels")
+    right.set_title("Consensus, Wilson 95% intervals", fontsize=9, loc="left")
+    handles, _labels = right.get_legend_handles_labels()
+    if handles:
+        right.legend(fontsize=7, loc="upper right")
+
+
+_PLOTTERS = {
+    "scale": (_plot_scale, lambda facts: (max(6.0, 0.75 * len(facts["scale"]["tones"])), 1.9)),
+    "agreement": (_plot_agreement, lambda facts: (8.0, 3.6)),
+    "final_labels": (_plot_final, lambda facts: (7.0, 3.6)),
+}
+
+
+def _plots(facts: dict) -> dict[str, bytes]:
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display; a no-op when already set
+    from matplotlib.figure import Figure
+
+    out = {}
+    with matplotlib.rc_context({"svg.hashsalt": "fairtone", "font.size": 9, "font.family": "DejaVu Sans"}):
+        for name, (draw, size) in _PLOTTERS.items():
+            fig = Figure(figsize=size(facts), layout="constrained")
+            draw(fig, facts)
+            buffer = io.BytesIO()
+            # No "Software" (it names the matplotlib version) and no date: the same facts, the same bytes.
+            fig.savefig(buffer, format="png", dpi=100, metadata={"Software": None})
+            out[f"plots/{name}.png"] = buffer.getvalue()
+    return out
+
+
+# --------------------------------------------------------------------------- the files
+
+
+def card_render(facts: dict) -> dict[str, bytes]:
+    """The data card's files from its facts.
+
+    Returns
+    -------
+    dict of str to bytes
+        ``data_card.md`` (plots referenced as ``plots/<name>.png``), ``data_card.html`` (self-contained:
+        inline CSS, plots as data URIs, no external URL, no script), ``data_card.json`` (the facts, sorted
+        keys, indent 2) and ``plots/<name>.png`` for each of :data:`PLOT_NAMES`. Byte-identical for equal
+        facts.
+    """
+    plots = _plots(facts)
+    blocks = _blocks(facts)
+    release = facts["release"]
+    title = f"Data card: {release['project']}, version {release['version']}"
+    files = {
+        "data_card.md": _markdown(blocks).encode("utf-8"),
+        "data_card.html": _html(blocks, plots, title).encode("utf-8"),
+        "data_card.json": (
+            json.dumps(facts, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+        ).encode("utf-8"),
+        **plots,
+    }
+    return dict(sorted(files.items()))

@@ -1,0 +1,44 @@
+"""``metrics.intervals.wilson_interval`` against statsmodels' Wilson interval."""
+
+import math
+
+import pytest
+from statsmodels.stats.proportion import proportion_confint
+
+from metrics.intervals import wilson_interval
+
+CASES = [(0, 1), (1, 1), (0, 5), (5, 5), (1, 3), (18, 29), (81, 263), (3, 7), (12, 100), (500, 1000), (1, 100_000)]
+
+
+@pytest.mark.parametrize("confidence", [0.8, 0.9, 0.95, 0.99])
+@pytest.mark.parametrize(("k", "n"), CASES)
+def test_matches_statsmodels(k, n, confidence):
+    expected = proportion_confint(k, n, alpha=1 - confidence, method="wilson")
+    assert wilson_interval(k, n, confidence) == pytest.approx(expected, abs=1e-12)
+
+
+def test_bounds_stay_in_the_unit_interval_and_contain_the_estimate():
+    for n in range(1, 40):
+        for k in range(n + 1):
+            low, high = wilson_interval(k, n)
+            assert 0.0 <= low <= k / n <= high <= 1.0
+    assert wilson_interval(0, 7)[0] == 0.0 and wilson_interval(7, 7)[1] == 1.0
+
+
+def test_more_data_narrows_the_interval_and_more_confidence_widens_it():
+    small, large = wilson_interval(18, 29), wilson_interval(1800, 2900)
+    assert large[1] - large[0] < (small[1] - small[0]) / 5
+    assert wilson_interval(18, 29, 0.99)[0] < small[0] < wilson_interval(18, 29, 0.9)[0]
+
+
+def test_no_data_gives_no_interval():
+    low, high = wilson_interval(0, 0)
+    assert math.isnan(low) and math.isnan(high)
+
+
+@pytest.mark.parametrize(
+    ("k", "n", "confidence"), [(3, 2, 0.95), (-1, 5, 0.95), (1.5, 5, 0.95), (1, 5, 0.0), (1, 5, 1.0), (1, -1, 0.95)]
+)
+def test_bad_input_is_refused(k, n, confidence):
+    with pytest.raises(ValueError):
+        wilson_interval(k, n, confidence)
