@@ -6,7 +6,7 @@ from django.db.models import Count, Max, Q, QuerySet
 from django.http import Http404
 
 from .errors import NotAMember, WrongRole
-from .models import Assignment, Image, ImageBaseline, Label, Membership, Phase, Project
+from .models import Assignment, Image, ImageBaseline, Label, Membership, Phase, Project, Release
 
 MEMBERSHIP_CACHE_SECONDS = 30
 
@@ -326,3 +326,41 @@ def baseline_comparison_cached(project: Project, phase: Phase | None, exclude_fl
         result = baseline_services.baseline_comparison(project=project, phase=phase, exclude_flagged=exclude_flagged)
         cache.set(key, result, 600)
     return result
+
+
+# --------------------------------------------------------------------------
+# Dataset releases (leads and reviewers)
+# --------------------------------------------------------------------------
+
+
+def release_get(project: Project, version) -> Release:
+    """The project's release ``version`` (``Http404`` if there is none)."""
+    try:
+        return project.releases.select_related("job", "previous").get(version=int(version))
+    except (TypeError, ValueError, Release.DoesNotExist):
+        raise Http404("No such release of this project.") from None
+
+
+def release_files(release: Release) -> dict[str, Any]:
+    """The files of a published release as pages and the API list them: each with its size, SHA-256, rows
+    and download URL; the imagefolder's images are counted (``imagefolder``), not listed one by one."""
+    from django.urls import reverse
+
+    files = []
+    images = {"n": 0, "bytes": 0}
+    manifest = release.manifest or {}
+    for path, info in sorted(manifest.get("files", {}).items()):
+        if path.startswith("imagefolder/") and path != "imagefolder/metadata.jsonl":
+            images["n"] += 1
+            images["bytes"] += info.get("bytes", 0)
+            continue
+        files.append(
+            {
+                "path": path,
+                "bytes": info.get("bytes"),
+                "sha256": info.get("sha256"),
+                "rows": info.get("rows"),
+                "url": reverse("release-files", args=[release.project_id, release.version, path]),
+            }
+        )
+    return {"files": files, "imagefolder": images if images["n"] else None}

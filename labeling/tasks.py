@@ -15,7 +15,7 @@ import logging
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 
-from .models import Image, Job, Phase
+from .models import Image, Job, Phase, Release
 from .services import queue
 from .services.baselines import (
     BASELINE_TASK_SOFT_TIME_LIMIT,
@@ -27,6 +27,12 @@ from .services.baselines import (
 )
 from .services.consensus import phase_refresh_unlock, phase_summary_refresh
 from .services.images import image_make_derivatives
+from .services.releases import (
+    RELEASE_TASK_SOFT_TIME_LIMIT,
+    RELEASE_TASK_TIME_LIMIT,
+    release_build,
+    release_fail,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +52,8 @@ TIME_LIMITS = {
     queue.BASELINE_BATCH: (BASELINE_TASK_TIME_LIMIT, BASELINE_TASK_SOFT_TIME_LIMIT),
     # One phase's consensus summary (100,000 images x 4 labels: about 5 s on a loaded 2-core machine).
     queue.CONSENSUS_REFRESH: (600, 570),
+    # A whole dataset release: its tables, data card, optional images and zip (see services.releases.build).
+    queue.RELEASE_BUILD: (RELEASE_TASK_TIME_LIMIT, RELEASE_TASK_SOFT_TIME_LIMIT),
 }
 
 
@@ -126,3 +134,22 @@ def consensus_refresh_task(self, phase_id: int) -> str:
         return "refreshed"
     finally:
         phase_refresh_unlock(phase_id)
+
+
+# --- dataset releases ---------------------------------------------------------------
+
+
+@shared_task(**_options(queue.RELEASE_BUILD))
+def release_build_task(self, release_id: int) -> str:
+    """Build and publish a release. Safe to run again: each attempt starts from scratch in a new temporary
+    directory (the old one is removed) and publishes at most once."""
+    release = Release.objects.filter(pk=release_id).first()
+    if release is None:
+        return "missing"
+    try:
+        release = release_build(release, final_attempt=_final_attempt(self))
+    except SoftTimeLimitExceeded:
+        logger.warning("release %s hit its time limit", release_id)
+        release_fail(release, "The release took longer than its time limit and was stopped; nothing was published.")
+        return "failed"
+    return release.status

@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from .views import baselines, consensus, labeler, lead, media
+from .views import baselines, consensus, labeler, lead, media, releases
 from .views.auth import ThrottledLoginView
 
 urlpatterns = [
@@ -44,4 +44,8 @@ urlpatterns = [
         "projects/<int:pk>/baselines/jobs/<int:job_id>/retry/", baselines.baseline_job_retry, name="baseline-job-retry"
     ),
     path("baselines/<int:pk>/overlay.png", baselines.baseline_overlay, name="baseline-overlay"),
+    # Dataset releases (leads make them; reviewers read and download)
+    path("projects/<int:pk>/releases/", releases.releases_page, name="releases"),
+    path("projects/<int:pk>/releases/<int:version>/", releases.release_page, name="release-page"),
+    path("projects/<int:pk>/releases/<int:version>/cancel/", releases.release_cancel_page, name="release-cancel-page"),
 ]

@@ -153,6 +153,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # Several models have a "status" with their own choices; each gets its own named enum.
+    "ENUM_NAME_OVERRIDES": {
+        "JobStatusEnum": "labeling.models.jobs.Job.Status",
+        "ReleaseStatusEnum": "labeling.models.releases.Release.Status",
+    },
 }
 
 # Celery. With no broker configured, tasks run in-process (embedded default).

@@ -13,6 +13,7 @@ from ..models import (
     Phase,
     Project,
     Reflection,
+    Release,
     Scale,
     Tone,
 )
@@ -364,3 +365,73 @@ class AssignmentSerializer(serializers.ModelSerializer):
     class Meta:
         model = Assignment
         fields = ["id", "position", "kind", "image"]
+
+
+class ReleaseSerializer(serializers.ModelSerializer):
+    """A release with its job's progress; ``files``: the release's files (the imagefolder's images counted,
+    not listed); ``download_url``: the zip."""
+
+    job = JobSerializer(read_only=True)
+    previous_version = serializers.IntegerField(source="previous.version", read_only=True, allow_null=True)
+    files = serializers.SerializerMethodField()
+    download_url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Release
+        fields = [
+            "id",
+            "version",
+            "status",
+            "rule",
+            "card_text",
+            "code_version",
+            "previous_version",
+            "summary",
+            "error",
+            "job",
+            "files",
+            "download_url",
+            "created_at",
+            "published_at",
+        ]
+
+    def get_files(self, release: Release) -> list[dict]:
+        from .. import selectors
+
+        return selectors.release_files(release)["files"]
+
+    def get_download_url(self, release: Release) -> str | None:
+        if release.status != Release.Status.PUBLISHED:
+            return None
+        return reverse("release-download", args=[release.project_id, release.version])
+
+
+class ReleaseDetailSerializer(ReleaseSerializer):
+    """A release with its manifest's description (``manifest``: the release info and the zip's checksum)."""
+
+    manifest = serializers.SerializerMethodField()
+
+    class Meta(ReleaseSerializer.Meta):
+        fields = [*ReleaseSerializer.Meta.fields, "manifest"]
+
+    def get_manifest(self, release: Release) -> dict:
+        manifest = release.manifest or {}
+        return {"release": manifest.get("release"), "zip": manifest.get("zip")}
+
+
+class ReleaseRequestSerializer(serializers.Serializer):
+    """What a lead sends to make a release (validated by the service, one error per field)."""
+
+    phases = serializers.JSONField(required=False, help_text='"latest" (default) or a list of phase kinds.')
+    aggregation = serializers.ChoiceField(choices=["mean", "median", "mode"], required=False, default="mean")
+    tie = serializers.ChoiceField(choices=["lower", "higher", "nearest_mean"], required=False, default="lower")
+    min_valid_labels = serializers.IntegerField(required=False, min_value=1, max_value=50, default=2)
+    include = serializers.DictField(
+        child=serializers.BooleanField(),
+        help_text="Every readiness category with true (include its images) or false (exclude them).",
+    )
+    card_text = serializers.DictField(
+        child=serializers.CharField(allow_blank=True),
+        help_text="motivation, intended_uses, out_of_scope_uses, licence, contacts, consent (all required).",
+    )
+    with_images = serializers.BooleanField(required=False, default=False)

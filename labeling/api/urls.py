@@ -11,6 +11,7 @@ from .views.jobs import JobViewSet
 from .views.labels import LabelViewSet
 from .views.phases import PhaseViewSet
 from .views.projects import ProjectViewSet
+from .views.releases import ReleaseViewSet
 from .views.scales import ScaleViewSet
 
 router = DefaultRouter()
@@ -18,6 +19,8 @@ router.register("scales", ScaleViewSet, basename="scale")
 router.register("projects", ProjectViewSet, basename="project")
 # The lead's dashboards under /api/projects/{id}/: api-consensus, api-consensus-images, api-baselines, ...
 router.register("projects", ProjectDashboardViewSet, basename="api")
+# A project's dataset releases: /api/projects/{id}/releases/ (release-list, release-detail, release-files, ...)
+router.register(r"projects/(?P<project_pk>[^/.]+)/releases", ReleaseViewSet, basename="release")
 router.register("imports", ImportBatchViewSet, basename="import")
 router.register("images", ImageViewSet, basename="image")
 router.register("phases", PhaseViewSet, basename="phase")
@@ -26,5 +29,11 @@ router.register("jobs", JobViewSet, basename="job")
 
 urlpatterns = [
     path("auth/token/", ThrottledObtainAuthToken.as_view(), name="api-token"),
+    # A release's file by its path in the release (no trailing slash after a file name).
+    path(
+        "projects/<int:project_pk>/releases/<int:version>/files/<path:path>",
+        ReleaseViewSet.as_view({"get": "files"}),
+        name="release-files",
+    ),
     path("", include(router.urls)),
 ]

@@ -22,9 +22,17 @@ IMAGE_COMPUTE_BASELINE = "labeling.tasks.image_compute_baseline_task"
 BASELINE_RUN = "labeling.tasks.baseline_run_task"
 BASELINE_BATCH = "labeling.tasks.baseline_batch_task"
 CONSENSUS_REFRESH = "labeling.tasks.consensus_refresh_task"
+RELEASE_BUILD = "labeling.tasks.release_build_task"
 
 #: Every task name; ``labeling.tasks`` registers exactly these (a test checks it).
-TASK_NAMES = (IMAGE_MAKE_DERIVATIVES, IMAGE_COMPUTE_BASELINE, BASELINE_RUN, BASELINE_BATCH, CONSENSUS_REFRESH)
+TASK_NAMES = (
+    IMAGE_MAKE_DERIVATIVES,
+    IMAGE_COMPUTE_BASELINE,
+    BASELINE_RUN,
+    BASELINE_BATCH,
+    CONSENSUS_REFRESH,
+    RELEASE_BUILD,
+)
 
 
 def enqueue(task_name: str, *args) -> None:

@@ -34,6 +34,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 
 from labeling.models import ImageBaseline, Job, Membership
 from labeling.services import baselines as baseline_services
+from labeling.services import releases as release_services
 from labeling.services.imports import import_files
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory, png_bytes
 from tests.labeling.helpers import open_calibration_1, submit
@@ -116,6 +117,21 @@ EXPECTED: dict[tuple[str, str], str] = {
     ("/api/projects/{pk}/baselines/", "GET"): "401 404 404 404 ok 404 404 ok",
     ("/api/projects/{pk}/baselines/run/", "POST"): "401 404 404 404 ok 404 404 ok",
     ("/api/projects/{pk}/baselines/comparison/", "GET"): "401 404 404 404 ok 404 404 ok",
+    # Dataset releases: leads make and cancel; reviewers read and download; labelers never (403 API, 404 pages).
+    ("/api/projects/{project_pk}/releases/", "GET"): "401 403 404 ok ok 404 404 ok",
+    ("/api/projects/{project_pk}/releases/", "POST"): "401 403 404 403 bad 404 404 bad",
+    ("/api/projects/{project_pk}/releases/readiness/", "GET"): "401 403 404 ok ok 404 404 ok",
+    ("/api/projects/{project_pk}/releases/{version}/", "GET"): "401 403 404 ok ok 404 404 ok",
+    ("/api/projects/{project_pk}/releases/{version}/cancel/", "POST"): "401 403 404 403 bad 404 404 bad",
+    ("/api/projects/{project_pk}/releases/{version}/diff/", "GET"): "401 403 404 bad bad 404 404 bad",
+    ("/api/projects/{project_pk}/releases/{version}/download/", "GET"): "401 403 404 ok ok 404 404 ok",
+    ("/api/projects/{project_pk}/releases/{version}/files/{path}", "GET"): "401 403 404 ok ok 404 404 ok",
+    ("/projects/{pk}/releases/", "GET"): "login 404 404 ok ok 404 404 ok",
+    ("/projects/{pk}/releases/", "POST"): "login 404 404 404 bad 404 404 bad",
+    ("/projects/{pk}/releases/{version}/", "GET"): "login 404 404 ok ok 404 404 ok",
+    ("/projects/{pk}/releases/{version}/", "POST"): "login 405 405 405 405 405 405 405",
+    ("/projects/{pk}/releases/{version}/cancel/", "GET"): "login 405 405 405 405 405 405 405",
+    ("/projects/{pk}/releases/{version}/cancel/", "POST"): "login 404 404 404 redirect 404 404 redirect",
     ("/", "GET"): "login ok ok ok ok ok ok ok",
     ("/", "POST"): "login ok ok ok ok ok ok ok",
     ("/healthz", "GET"): "ok ok ok ok ok ok ok ok",
@@ -247,6 +263,13 @@ def build_world() -> dict:
         overlay=ContentFile(png_bytes(), name="matrix-overlay.png"),
         job=job,
     )
+    release = release_services.release_request(
+        project=project,
+        user=users["lead"],
+        rule={"include": dict.fromkeys(release_services.CATEGORIES, True)},
+        card_text={name: f"The {name}." for name in release_services.CARD_FIELDS},
+    )
+    assert release_services.release_build(release).status == "published"
     by_segment = {
         "projects": project.pk,
         "images": image.pk,
@@ -265,6 +288,9 @@ def build_world() -> dict:
         "name": "kappa_heatmap",
         "plot": "scatter",
         "fmt": "png",
+        "project_pk": project.pk,
+        "version": release.version,
+        "path": "images.csv",
     }
     return {"users": users, "by_segment": by_segment, "values": values}
 

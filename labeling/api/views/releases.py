@@ -1,0 +1,163 @@
+"""``/api/projects/{id}/releases/``: a project's dataset releases, their files, readiness and diffs.
+
+Leads and reviewers read and download; only leads make or cancel a release. Labelers of the project
+get 403, anyone else 404 (the one access rule, ``selectors.project_access``).
+"""
+
+import mimetypes
+
+from django.http import FileResponse
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.response import Response
+
+from ... import selectors
+from ...models import Membership, Project, Release
+from ...services import releases as release_services
+from .. import serializers as s
+
+READERS = (Membership.Role.LEAD, Membership.Role.REVIEWER)
+_FILE = {(200, "application/octet-stream"): OpenApiResponse(OpenApiTypes.BINARY, description="The file.")}
+_PROJECT = OpenApiParameter("project_pk", int, OpenApiParameter.PATH, description="Project id.")
+_VERSION = OpenApiParameter("version", int, OpenApiParameter.PATH, description="Release version (1, 2, ...).")
+_PATH = OpenApiParameter("path", str, OpenApiParameter.PATH, description="A file the release's manifest lists.")
+
+
+def _rule_from_query(params) -> dict:
+    """The readiness rule from query parameters: phases, aggregation, tie, min_valid_labels, include_<category>."""
+    rule = {}
+    for name in ("phases", "aggregation", "tie", "min_valid_labels"):
+        if params.get(name, "") != "":
+            rule[name] = params[name]
+    include = {
+        category: params[f"include_{category}"]
+        for category in release_services.CATEGORIES
+        if params.get(f"include_{category}", "") != ""
+    }
+    if include:
+        rule["include"] = include
+    return rule
+
+
+def _file_response(path, *, filename: str) -> FileResponse:
+    content_type = mimetypes.guess_type(filename)[0] or "application/octet-stream"
+    if filename.endswith((".jsonl", ".md")):
+        content_type = "text/plain; charset=utf-8"
+    response = FileResponse(open(path, "rb"), as_attachment=True, filename=filename, content_type=content_type)
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Cache-Control"] = "private, max-age=3600"
+    return response
+
+
+@extend_schema(parameters=[_PROJECT])
+class ReleaseViewSet(viewsets.GenericViewSet):
+    serializer_class = s.ReleaseSerializer
+    queryset = Release.objects.none()
+    lookup_field = "version"
+    lookup_value_regex = "[0-9]+"
+    filter_backends = []
+
+    def project(self, *roles: str) -> Project:
+        project = get_object_or_404(Project.objects.select_related("scale"), pk=self.kwargs["project_pk"])
+        selectors.project_access(self.request.user, project, *roles)
+        return project
+
+    def release(self, *roles: str) -> Release:
+        return selectors.release_get(self.project(*roles), self.kwargs["version"])
+
+    @extend_schema(responses=s.ReleaseSerializer(many=True))
+    def list(self, request, project_pk=None):
+        """The project's releases, newest first (leads and reviewers)."""
+        project = self.project(*READERS)
+        page = self.paginate_queryset(project.releases.select_related("job", "previous").order_by("-version"))
+        return self.get_paginated_response(s.ReleaseSerializer(page, many=True).data)
+
+    @extend_schema(request=s.ReleaseRequestSerializer, responses={202: s.ReleaseDetailSerializer})
+    def create(self, request, project_pk=None):
+        """Make the next release (leads): the rule, every readiness category included or excluded, the
+        data card's texts, and whether to add the images. 202 with the release and its job; it is
+        built in the background (``GET`` it for progress)."""
+        project = self.project(Membership.Role.LEAD)
+        data = s.ReleaseRequestSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        fields = dict(data.validated_data)
+        card_text = fields.pop("card_text")
+        with_images = fields.pop("with_images")
+        release = release_services.release_request(
+            project=project, user=request.user, rule=fields, card_text=card_text, with_images=with_images
+        )
+        release = selectors.release_get(project, release.version)
+        return Response(s.ReleaseDetailSerializer(release).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(parameters=[_VERSION], responses=s.ReleaseDetailSerializer)
+    def retrieve(self, request, project_pk=None, version=None):
+        """A release: status, job progress, summary, files and manifest (leads and reviewers)."""
+        return Response(s.ReleaseDetailSerializer(self.release(*READERS)).data)
+
+    @extend_schema(parameters=[_VERSION], request=None, responses=s.ReleaseDetailSerializer)
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, project_pk=None, version=None):
+        """Cancel a queued or running release (leads); its build stops and removes what it wrote."""
+        release = release_services.release_cancel(self.release(Membership.Role.LEAD), user=request.user)
+        return Response(s.ReleaseDetailSerializer(release).data)
+
+    @extend_schema(parameters=[_VERSION, _PATH], responses=_FILE)
+    def files(self, request, project_pk=None, version=None, path=None):
+        """Download one file of a published release (one its manifest lists), e.g. ``images.parquet``.
+
+        Routed in ``api.urls`` without the router's trailing slash (a file name ends the URL)."""
+        release = self.release(*READERS)
+        found = release_services.release_file_path(release, path or "")
+        if found is None:
+            raise NotFound("No such file in this release.")
+        return _file_response(found, filename=path.rsplit("/", 1)[-1])
+
+    @extend_schema(parameters=[_VERSION], responses=_FILE)
+    @action(detail=True, methods=["get"])
+    def download(self, request, project_pk=None, version=None):
+        """Download the release as one zip archive (published releases)."""
+        release = self.release(*READERS)
+        path = release_services.release_zip_path(release) if release.status == Release.Status.PUBLISHED else None
+        if path is None or not path.is_file():
+            raise NotFound("This release has no archive (it is not published).")
+        return _file_response(path, filename=path.name)
+
+    @extend_schema(
+        parameters=[_VERSION, OpenApiParameter("against", int, required=True, description="The other version.")],
+        responses=OpenApiTypes.OBJECT,
+    )
+    @action(detail=True, methods=["get"])
+    def diff(self, request, project_pk=None, version=None):
+        """What changed from release ``against`` to this one: final tones that moved (from/to), images
+        added, removed, newly excluded or included (both must be published)."""
+        release = self.release(*READERS)
+        raw = request.query_params.get("against", "")
+        if not raw.isdigit():
+            raise ValidationError({"against": "The version to compare with (a number)."})
+        other = selectors.release_get(release.project, raw)
+        if release.status != Release.Status.PUBLISHED or other.status != Release.Status.PUBLISHED:
+            raise ValidationError({"against": "Both releases must be published."})
+        return Response(release_services.release_diff(other, release))
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("phases", str, description='"latest" (default) or phase kinds, comma-separated.'),
+            OpenApiParameter("aggregation", str, enum=["mean", "median", "mode"]),
+            OpenApiParameter("tie", str, enum=["lower", "higher", "nearest_mean"]),
+            OpenApiParameter("min_valid_labels", int),
+            *[
+                OpenApiParameter(f"include_{category}", bool, description=description)
+                for category, description in release_services.CATEGORIES.items()
+            ],
+        ],
+        responses=OpenApiTypes.OBJECT,
+    )
+    @action(detail=False, methods=["get"])
+    def readiness(self, request, project_pk=None):
+        """How many images fall in each category a lead must include or exclude, with examples."""
+        project = self.project(*READERS)
+        return Response(release_services.release_readiness(project, _rule_from_query(request.query_params)))

@@ -1,0 +1,363 @@
+"""Building a release: every file written into a temporary directory, then renamed into place and published.
+
+:func:`release_write` writes the files of a release into a directory, deterministically (the same
+database gives the same bytes: rows by image id, then label id; no clock but the release's own
+``created_at``). :func:`release_build` is what the task runs: it writes into
+``releases/<project>/<version>.tmp-<random>``, zips it, renames both into place and marks the release
+published in one transaction. A worker killed midway leaves only a temporary directory (removed by
+the next attempt) and a release still queued or running; a failing disk marks the release and its job
+failed with the reason, and removes what was written; a cancelled release stops between chunks.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from ...models import Image, Job, Membership, Release, ReleaseImage
+from .bundle import ImagefolderWriter, TableWriter, file_info, manifest_write, zip_write
+from .card import card_render
+from .card_facts import card_facts
+from .diff import release_image_rows, rows_diff
+from .finalise import context_load, release_chunks
+from .rules import CATEGORIES
+from .storage import (
+    TMP_MARK,
+    leftovers_remove,
+    project_releases_dir,
+    release_dir,
+    remove_quietly,
+    zip_top,
+)
+from .tables import (
+    LABELERS_SCHEMA,
+    LABELS_SCHEMA,
+    LabelerTally,
+    attribute_columns,
+    image_table,
+    images_schema,
+    label_table,
+)
+
+logger = logging.getLogger(__name__)
+
+#: Version of the release's layout and rules (recorded on each release with the libraries that write its bytes).
+RELEASE_FORMAT_VERSION = "fairtone-release.1"
+#: The build task's limits in seconds (hard, soft). Measured: the tables of 10,000 images x 4 labels take
+#: about 10 s; copying originals is bounded by the disk (a 4 MB photo in about 20 ms), so a
+#: 100,000-photo release with images fits well inside the soft limit.
+RELEASE_TASK_TIME_LIMIT = 4 * 3600
+RELEASE_TASK_SOFT_TIME_LIMIT = RELEASE_TASK_TIME_LIMIT - 120
+RELEASE_BULK_SIZE = 2000
+
+
+class Cancelled(Exception):
+    """The release was cancelled while it was being built."""
+
+
+def code_version() -> str:
+    """What wrote the release: its format version and the libraries whose versions change its bytes."""
+    import pyarrow
+
+    from ..baselines import BASELINE_CODE_VERSION
+
+    return f"{RELEASE_FORMAT_VERSION}; baselines {BASELINE_CODE_VERSION}; pyarrow {pyarrow.__version__}"
+
+
+# --------------------------------------------------------------------------- the files
+
+
+def _original_bytes(image_ids: list[int]) -> dict[int, bytes]:
+    storage = Image._meta.get_field("original").storage
+    names = dict(Image.objects.filter(id__in=image_ids).values_list("id", "original"))
+    out = {}
+    for image_id in image_ids:
+        with storage.open(names[image_id], "rb") as handle:
+            out[image_id] = handle.read()
+    return out
+
+
+def release_info(release: Release, summary: dict[str, Any]) -> dict[str, Any]:
+    """The release's description in ``manifest.json`` (and on the data card)."""
+    project = release.project
+    return {
+        "project": project.name,
+        "project_id": project.pk,
+        "version": release.version,
+        "previous_version": release.previous.version if release.previous_id else None,
+        "rule": release.rule,
+        "code_version": release.code_version,
+        "created_at": release.created_at.isoformat(),
+        "scale": {
+            "name": project.scale.name,
+            "tones": [{"position": t.position, "code": t.code, "name": t.name} for t in project.scale.tones.all()],
+        },
+        "final_value": "tone position, 1 = lightest; two adjacent tones count as their midpoint",
+        "counts": summary,
+    }
+
+
+def release_write(release: Release, out_dir: Path, *, on_chunk: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """Write every file of ``release`` into ``out_dir`` (which must not exist yet).
+
+    ``on_chunk(images_done)`` is called after each chunk of images (progress; it may raise to stop).
+
+    Returns
+    -------
+    dict
+        ``files`` (relative path -> sha256, bytes, rows; ``manifest.json`` included), ``summary``,
+        ``release_info`` and ``images`` (the rows of :class:`ReleaseImage`, keyed as in ``diff``).
+    """
+    project = release.project
+    rule = release.rule
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True)
+    context = context_load(project, rule)
+    attributes = attribute_columns(project)
+    schema = images_schema(attributes)
+    tone_names = {t.position: t.name for t in project.scale.tones.all()}
+    project_order = [t.position for t in project.ordered_tones()]
+    pseudonyms = dict(Membership.objects.filter(project=project).values_list("id", "pseudonym"))
+    tally = LabelerTally()
+    excluded_counts = dict.fromkeys(CATEGORIES, 0)
+    tone_counts: dict[int, int] = {}
+    images: dict[Any, tuple] = {}
+    n_images = n_excluded = n_counted = done = 0
+    files: dict[str, dict] = {}
+    folder = ImagefolderWriter(out_dir / "imagefolder") if rule.get("with_images") else None
+    try:
+        with (
+            TableWriter(out_dir, "images", schema) as image_writer,
+            TableWriter(out_dir, "labels", LABELS_SCHEMA) as label_writer,
+        ):
+            for chunk in release_chunks(project, rule, context=context, details=True):
+                table, reasons = image_table(chunk, context, schema, attributes, tone_names)
+                image_writer.write(table)
+                label_writer.write(label_table(chunk, context, pseudonyms, tone_names, project_order))
+                tally.add(chunk)
+                finals = chunk.final["final_value"].tolist()
+                tones = chunk.final["final_tone"].tolist()
+                for i, row in enumerate(chunk.images):
+                    value = None if finals[i] != finals[i] else finals[i]
+                    tone = tones[i] if tones[i] >= 0 else None
+                    images[row[0]] = (row[0], row[1], value, tone, reasons[i])
+                    if reasons[i]:
+                        n_excluded += 1
+                        for name in reasons[i].split(";"):
+                            excluded_counts[name] += 1
+                    elif tone is not None:
+                        tone_counts[tone] = tone_counts.get(tone, 0) + 1
+                if folder is not None:
+                    originals = _original_bytes(chunk.image_ids.tolist())
+                    for row in table.to_pylist():
+                        folder.add(str(row["image_id"]), originals[row["image_id"]], row)
+                n_images += len(chunk.images)
+                n_counted += int(chunk.counted.sum())
+                done += len(chunk.images)
+                if on_chunk is not None:
+                    on_chunk(done)
+            files.update(image_writer.close())
+            files.update(label_writer.close())
+        if folder is not None:
+            files.update(folder.close())
+    except BaseException:
+        if folder is not None:
+            folder.abort()
+        raise
+    labelers = tally.table(project, pseudonyms)
+    with TableWriter(out_dir, "labelers", LABELERS_SCHEMA) as labeler_writer:
+        labeler_writer.write(labelers)
+        files.update(labeler_writer.close())
+    summary = {
+        "images": n_images,
+        "included": n_images - n_excluded,
+        "excluded": n_excluded,
+        "excluded_by_reason": excluded_counts,
+        "labels": files["labels.csv"]["rows"],
+        "counted_labels": n_counted,
+        "labelers": labelers.num_rows,
+    }
+    info = release_info(release, summary)
+    previous_diff = None
+    if release.previous_id:
+        previous_diff = {
+            "from": release.previous.version,
+            "to": release.version,
+            **rows_diff(release_image_rows(release.previous), images),
+        }
+    facts = card_facts(
+        project=project,
+        phases=list(project.phases.order_by("id")),
+        final={
+            "tone_counts": dict(sorted(tone_counts.items())),
+            "n_images": n_images,
+            "n_included": n_images - n_excluded,
+            "aggregation": rule["aggregation"],
+        },
+        exclusions={name: n for name, n in excluded_counts.items() if n},
+        rule=rule,
+        card_text=release.card_text,
+        previous_diff=previous_diff,
+        release_info=info,
+    )
+    for relative, data in sorted(card_render(facts).items()):
+        path = out_dir / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        files[relative] = file_info(path)
+    files = dict(sorted(files.items()))
+    files["manifest.json"] = manifest_write(out_dir, info, files)
+    return {"files": files, "summary": summary, "release_info": info, "images": images}
+
+
+# --------------------------------------------------------------------------- the build
+
+
+def _job_update(release: Release, **fields) -> None:
+    if release.job_id:
+        Job.objects.filter(pk=release.job_id).update(**fields)
+
+
+def _fail(release: Release, message: str) -> None:
+    """Mark a release that is not published failed, with its job (never touches a published release)."""
+    now = timezone.now()
+    Release.objects.filter(pk=release.pk).exclude(status=Release.Status.PUBLISHED).update(
+        status=Release.Status.FAILED, error=message
+    )
+    _job_update(release, status=Job.Status.FAILED, message=message, finished_at=now)
+    release.status, release.error = Release.Status.FAILED, message
+
+
+def release_fail(release: Release, message: str) -> None:
+    """Mark ``release`` failed (it was not published) with ``message``; its files, if any, are removed."""
+    _fail(release, message)
+    for entry in _own_leftovers(release):
+        remove_quietly(entry)
+
+
+def _own_leftovers(release: Release) -> list[Path]:
+    directory = project_releases_dir(release.project_id)
+    if not directory.is_dir():
+        return []
+    return [e for e in directory.iterdir() if e.name.startswith(f"{release.version}{TMP_MARK}")]
+
+
+def _publish(release: Release, tmp: Path, tmp_zip: Path, result: dict, zip_info: dict, zip_name: str) -> None:
+    final_dir = release_dir(release)
+    final_zip = project_releases_dir(release.project_id) / zip_name
+    with transaction.atomic():
+        locked = Release.objects.select_for_update().get(pk=release.pk)
+        if locked.status not in Release.ACTIVE:
+            raise Cancelled()
+        ReleaseImage.objects.filter(release=locked).delete()
+        ReleaseImage.objects.bulk_create(
+            (
+                ReleaseImage(
+                    release=locked,
+                    image_id=image_id,
+                    external_id=external_id,
+                    final_value=value,
+                    final_tone=tone,
+                    excluded_reason=reason,
+                )
+                for image_id, external_id, value, tone, reason in result["images"].values()
+            ),
+            batch_size=RELEASE_BULK_SIZE,
+        )
+        locked.manifest = {
+            "release": result["release_info"],
+            "files": result["files"],
+            "zip": {"name": zip_name, **zip_info},
+        }
+        locked.summary = result["summary"]
+        locked.status = Release.Status.PUBLISHED
+        locked.published_at = timezone.now()
+        locked.error = ""
+        locked.save()
+        _job_update(locked, status=Job.Status.DONE, done=result["summary"]["images"], finished_at=locked.published_at)
+        # Last, so that a failure before leaves nothing in place; the commit follows at once.
+        os.replace(tmp, final_dir)
+        try:
+            os.replace(tmp_zip, final_zip)
+        except BaseException:
+            os.replace(final_dir, tmp)
+            raise
+
+
+def _remove_unpublished(release: Release, tmp: Path, tmp_zip: Path, top: str) -> None:
+    """Remove what this attempt wrote; its files in place too if the publishing transaction did not commit."""
+    remove_quietly(tmp)
+    remove_quietly(tmp_zip)
+    status = Release.objects.filter(pk=release.pk).values_list("status", flat=True).first()
+    if status != Release.Status.PUBLISHED:
+        remove_quietly(release_dir(release))
+        remove_quietly(project_releases_dir(release.project_id) / f"{top}.zip")
+
+
+def release_build(release: Release, *, final_attempt: bool = True) -> Release:
+    """Build and publish ``release`` (queued or running); safe to run again after a crash or a retry.
+
+    ``final_attempt``: a storage error (``OSError``) marks the release failed ("Could not write the
+    release files: <reason>"); otherwise it is raised for the task to retry (the next attempt starts
+    again from scratch). Anything written is removed either way.
+
+    Returns
+    -------
+    Release
+        Published, failed or cancelled (or unchanged if it was not queued or running).
+    """
+    release = Release.objects.select_related("project__scale", "previous", "job").get(pk=release.pk)
+    if release.status not in Release.ACTIVE:
+        return release
+    n_images = release.project.images.count()
+    Release.objects.filter(pk=release.pk, status=Release.Status.QUEUED).update(status=Release.Status.RUNNING)
+    _job_update(release, status=Job.Status.RUNNING, started_at=timezone.now(), total=n_images, done=0)
+    directory = project_releases_dir(release.project_id)
+    inactive = set(
+        release.project.releases.filter(status__in=[Release.Status.FAILED, Release.Status.CANCELLED]).values_list(
+            "version", flat=True
+        )
+    )
+    token = secrets.token_hex(8)
+    tmp = directory / f"{release.version}{TMP_MARK}{token}"
+    tmp_zip = directory / f"{release.version}{TMP_MARK}{token}.zip"
+    top = zip_top(release.project, release.version)
+
+    def progress(done: int) -> None:
+        _job_update(release, done=done)
+        status = Release.objects.filter(pk=release.pk).values_list("status", flat=True).first()
+        if status not in Release.ACTIVE:
+            raise Cancelled()
+
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        leftovers_remove(release.project_id, release.version, inactive)
+        # An earlier attempt that died between the rename and the commit: not published, so not visible.
+        remove_quietly(release_dir(release))
+        result = release_write(release, tmp, on_chunk=progress)
+        zip_info = zip_write(tmp, tmp_zip, top=top)
+        _publish(release, tmp, tmp_zip, result, zip_info, f"{top}.zip")
+    except Cancelled:
+        _remove_unpublished(release, tmp, tmp_zip, top)
+        release.refresh_from_db()
+        return release
+    except OSError as exc:
+        _remove_unpublished(release, tmp, tmp_zip, top)
+        if not final_attempt:
+            raise
+        logger.warning("release %s failed: %s", release.pk, exc)
+        _fail(release, f"Could not write the release files: {exc.strerror or exc}")
+        return release
+    except BaseException as exc:
+        _remove_unpublished(release, tmp, tmp_zip, top)
+        _fail(release, f"The release could not be built: {type(exc).__name__}: {exc}")
+        raise
+    release.refresh_from_db()
+    return release

@@ -1,0 +1,325 @@
+"""The release's three tables (images, labels, labelers): their schemas and their rows, chunk by chunk.
+
+Labelers appear by pseudonym only. Every subject attribute is its own column of the images table
+(the union of the keys of the project's subjects, in sorted order): a column whose values are all
+numbers is float64, any other is text; a key that clashes with a fixed column gets the prefix
+``subject_``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from metrics import agreement
+
+from ...models import Project, Subject
+from ..consensus import MIN_IMAGES, test_retest_compute
+from .finalise import BASELINE_FIELDS, Chunk, Context, excluded_reasons
+
+FINAL_COLUMNS: list[tuple[str, pa.DataType]] = [
+    ("final_value", pa.float64()),
+    ("final_tone", pa.int64()),
+    ("final_tone_name", pa.string()),
+    ("mean", pa.float64()),
+    ("median", pa.float64()),
+    ("mode", pa.float64()),
+    ("mode_count", pa.int64()),
+    ("std", pa.float64()),
+    ("min", pa.float64()),
+    ("max", pa.float64()),
+    ("n_labels", pa.int64()),
+    ("n_valid", pa.int64()),
+    ("n_skipped", pa.int64()),
+    ("n_uncertain", pa.int64()),
+    ("complete_consensus", pa.bool_()),
+    ("overlap_consensus", pa.bool_()),
+    ("near_consensus", pa.bool_()),
+    ("n_unique_values", pa.int64()),
+    ("n_connected_groups", pa.int64()),
+    ("any_uncertainty", pa.bool_()),
+    ("has_invalid_annotation", pa.bool_()),
+]
+BASELINE_COLUMNS: list[tuple[str, pa.DataType]] = [
+    ("ita", pa.float64()),
+    ("ita_class", pa.string()),
+    ("apparent_albedo", pa.float64()),
+    ("apparent_albedo_normalized", pa.float64()),
+    ("baseline_flags", pa.list_(pa.string())),
+    ("baseline_parameters_hash", pa.string()),
+]
+HEAD_COLUMNS: list[tuple[str, pa.DataType]] = [
+    ("image_id", pa.int64()),
+    ("external_id", pa.string()),
+    ("subject_id", pa.string()),
+    ("sha256", pa.string()),
+]
+TAIL_COLUMNS: list[tuple[str, pa.DataType]] = [("excluded", pa.bool_()), ("excluded_reason", pa.string())]
+FIXED_IMAGE_COLUMNS = {name for name, _ in HEAD_COLUMNS + FINAL_COLUMNS + BASELINE_COLUMNS + TAIL_COLUMNS}
+
+LABELS_SCHEMA = pa.schema(
+    [
+        pa.field("label_id", pa.int64(), nullable=False),
+        ("revision_id", pa.int64()),
+        pa.field("image_id", pa.int64(), nullable=False),
+        ("labeler", pa.string()),
+        ("phase", pa.string()),
+        ("tones", pa.list_(pa.int64())),
+        ("tone_names", pa.list_(pa.string())),
+        ("value", pa.float64()),
+        ("valid", pa.bool_()),
+        ("uncertain", pa.bool_()),
+        ("skipped", pa.bool_()),
+        ("skip_reason", pa.string()),
+        ("time_spent_s", pa.float64()),
+        ("n_revisions", pa.int64()),
+        ("corrected", pa.bool_()),
+        ("correction_reason", pa.string()),
+        ("is_repeat", pa.bool_()),
+        ("counted", pa.bool_()),
+        ("tone_order", pa.list_(pa.int64())),
+        ("display", pa.string()),
+    ]
+)
+LABELERS_SCHEMA = pa.schema(
+    [
+        pa.field("labeler", pa.string(), nullable=False),
+        ("n_labels", pa.int64()),
+        ("n_counted", pa.int64()),
+        ("n_images", pa.int64()),
+        ("bias_n", pa.int64()),
+        ("bias_mean_diff", pa.float64()),
+        ("bias_mean_abs_diff", pa.float64()),
+        ("retest_n", pa.int64()),
+        ("retest_exact", pa.float64()),
+        ("retest_within_one", pa.float64()),
+        ("retest_weighted_kappa", pa.float64()),
+        ("retest_mean_shift", pa.float64()),
+    ]
+)
+
+
+# --------------------------------------------------------------------------- subject attributes
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def attribute_columns(project: Project) -> list[tuple[str, str, pa.DataType]]:
+    """(attribute key, column name, type) of every subject attribute of the project, by key."""
+    numeric: dict[str, bool] = {}
+    rows = Subject.objects.filter(project=project).order_by("id").values_list("attributes", flat=True)
+    for attributes in rows.iterator(chunk_size=2000):
+        for key, value in (attributes or {}).items():
+            if value is None:
+                numeric.setdefault(key, True)
+            else:
+                numeric[key] = numeric.get(key, True) and _is_number(value)
+    columns = []
+    taken = set(FIXED_IMAGE_COLUMNS)
+    for key in sorted(numeric):
+        name = key
+        while name in taken:
+            name = f"subject_{name}"
+        taken.add(name)
+        columns.append((key, name, pa.float64() if numeric[key] else pa.string()))
+    return columns
+
+
+def _attribute_text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if _is_number(value):
+        return repr(value)
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def _attribute_number(value: Any) -> float | None:
+    if value is None:
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def images_schema(attributes: list[tuple[str, str, pa.DataType]]) -> pa.Schema:
+    fields = [pa.field("image_id", pa.int64(), nullable=False), *HEAD_COLUMNS[1:]]
+    fields += [(name, data_type) for _key, name, data_type in attributes]
+    fields += FINAL_COLUMNS + BASELINE_COLUMNS + TAIL_COLUMNS
+    return pa.schema(fields)
+
+
+# --------------------------------------------------------------------------- images
+
+
+def _floats(values: np.ndarray) -> list[float | None]:
+    return [None if math.isnan(v) else float(v) for v in values.tolist()]
+
+
+def image_table(
+    chunk: Chunk,
+    context: Context,
+    schema: pa.Schema,
+    attributes: list[tuple[str, str, pa.DataType]],
+    tone_names: dict[int, str],
+) -> tuple[pa.Table, list[str]]:
+    """The chunk's rows of the images table, and each image's excluded reasons."""
+    subject_ids = {row[2] for row in chunk.images if row[2] is not None}
+    subjects = {
+        sid: (external_id, attrs or {})
+        for sid, external_id, attrs in Subject.objects.filter(id__in=subject_ids).values_list(
+            "id", "external_id", "attributes"
+        )
+    }
+    final = chunk.final
+    columns: dict[str, list] = {
+        "image_id": chunk.image_ids.tolist(),
+        "external_id": [row[1] for row in chunk.images],
+        "subject_id": [subjects[row[2]][0] if row[2] in subjects else None for row in chunk.images],
+        "sha256": [row[3] for row in chunk.images],
+    }
+    for key, name, data_type in attributes:
+        convert = _attribute_number if pa.types.is_floating(data_type) else _attribute_text
+        columns[name] = [convert(subjects[row[2]][1].get(key)) if row[2] in subjects else None for row in chunk.images]
+    tones = final["final_tone"].tolist()
+    for name, data_type in FINAL_COLUMNS:
+        if name == "final_tone":
+            columns[name] = [t if t >= 0 else None for t in tones]
+        elif name == "final_tone_name":
+            columns[name] = [tone_names.get(t) if t >= 0 else None for t in tones]
+        elif pa.types.is_floating(data_type):
+            columns[name] = _floats(final[name])
+        else:
+            columns[name] = final[name].tolist()
+    baselines = [chunk.baselines.get(image_id) for image_id in columns["image_id"]]
+    fields = {name: i for i, name in enumerate(BASELINE_FIELDS)}
+
+    def baseline(name: str) -> list:
+        return [b[fields[name]] if b is not None and b[fields["status"]] == "ok" else None for b in baselines]
+
+    columns["ita"] = baseline("ita_median")
+    columns["ita_class"] = [c or None for c in baseline("ita_class")]
+    columns["apparent_albedo"] = baseline("albedo")
+    columns["apparent_albedo_normalized"] = baseline("albedo_normalized")
+    columns["baseline_flags"] = [list(b[fields["flags"]] or []) if b is not None else None for b in baselines]
+    columns["baseline_parameters_hash"] = [b[fields["parameters_hash"]] if b is not None else None for b in baselines]
+    reasons = excluded_reasons(chunk, context.rule["include"])
+    columns["excluded"] = [bool(r) for r in reasons]
+    columns["excluded_reason"] = reasons
+    return pa.table(columns, schema=schema), reasons
+
+
+# --------------------------------------------------------------------------- labels
+
+
+def label_table(
+    chunk: Chunk,
+    context: Context,
+    pseudonyms: dict[int, str],
+    tone_names: dict[int, str],
+    project_order: list[int],
+) -> pa.Table:
+    """The chunk's rows of the labels table (every label of its images; ``counted`` says which were used)."""
+    columns: dict[str, list] = {name: [] for name in LABELS_SCHEMA.names}
+    counted = chunk.counted.tolist()
+    for i, row in enumerate(chunk.labels):
+        (label_id, image_id, phase_id, labeler_id, is_repeat, low, high, value, uncertain, skip_reason) = row[:10]
+        time_spent_ms, n_revisions = row[11], row[12]
+        facts = chunk.revisions.get(label_id, {})
+        tones = [t for t in (low, high) if t is not None]
+        client_info = facts.get("client_info") or {}
+        columns["label_id"].append(label_id)
+        columns["revision_id"].append(facts.get("revision_id"))
+        columns["image_id"].append(image_id)
+        columns["labeler"].append(pseudonyms.get(labeler_id))
+        columns["phase"].append(context.phase_kind[phase_id])
+        columns["tones"].append(tones)
+        columns["tone_names"].append([tone_names.get(t, str(t)) for t in tones])
+        columns["value"].append(value)
+        columns["valid"].append(value is not None)
+        columns["uncertain"].append(bool(uncertain))
+        columns["skipped"].append(bool(skip_reason))
+        columns["skip_reason"].append(skip_reason or None)
+        columns["time_spent_s"].append(time_spent_ms / 1000)
+        columns["n_revisions"].append(n_revisions)
+        columns["corrected"].append(bool(facts.get("corrected")))
+        columns["correction_reason"].append(facts.get("correction_reason"))
+        columns["is_repeat"].append(bool(is_repeat))
+        columns["counted"].append(counted[i])
+        columns["tone_order"].append(list(facts.get("tone_order") or project_order))
+        columns["display"].append(
+            json.dumps(client_info, sort_keys=True, ensure_ascii=False, separators=(",", ":")) if client_info else None
+        )
+    return pa.table(columns, schema=LABELS_SCHEMA)
+
+
+# --------------------------------------------------------------------------- labelers
+
+
+class LabelerTally:
+    """Per labeler over the release: labels, counted labels, images, and their counted values for the bias."""
+
+    def __init__(self) -> None:
+        self.n_labels: dict[int, int] = defaultdict(int)
+        self.n_counted: dict[int, int] = defaultdict(int)
+        self._offset = 0
+        self._image: list[np.ndarray] = []
+        self._labeler: list[np.ndarray] = []
+        self._value: list[np.ndarray] = []
+
+    def add(self, chunk: Chunk) -> None:
+        labeler = np.array([row[3] for row in chunk.labels], dtype=np.int64)
+        value = np.array([np.nan if row[7] is None else row[7] for row in chunk.labels], dtype=np.float64)
+        for labeler_id, n in zip(*np.unique(labeler, return_counts=True), strict=True):
+            self.n_labels[int(labeler_id)] += int(n)
+        for labeler_id, n in zip(*np.unique(labeler[chunk.counted], return_counts=True), strict=True):
+            self.n_counted[int(labeler_id)] += int(n)
+        self._image.append(chunk.label_image[chunk.counted] + self._offset)
+        self._labeler.append(labeler[chunk.counted])
+        self._value.append(value[chunk.counted])
+        self._offset += len(chunk.images)
+
+    def table(self, project: Project, pseudonyms: dict[int, str]) -> pa.Table:
+        """One row per labeler with a label in the release, by pseudonym."""
+        image = np.concatenate(self._image) if self._image else np.zeros(0, dtype=np.int64)
+        labeler = np.concatenate(self._labeler) if self._labeler else np.zeros(0, dtype=np.int64)
+        value = np.concatenate(self._value) if self._value else np.zeros(0)
+        ids = sorted(self.n_labels, key=lambda i: (pseudonyms.get(i, ""), i))
+        bias = None
+        counted_ids = sorted(set(labeler.tolist()))
+        if counted_ids and self._offset:
+            reliability = np.full((len(counted_ids), self._offset), np.nan)
+            reliability[np.searchsorted(counted_ids, labeler), image] = value
+            bias = agreement.labeler_bias(reliability, labelers=counted_ids)
+        retest = {row["labeler"]: row for row in test_retest_compute(project)["per_labeler"]}
+        rows: dict[str, list] = {name: [] for name in LABELERS_SCHEMA.names}
+        for labeler_id in ids:
+            images = int(np.unique(image[labeler == labeler_id]).size)
+            rows["labeler"].append(pseudonyms.get(labeler_id, "?"))
+            rows["n_labels"].append(self.n_labels[labeler_id])
+            rows["n_counted"].append(self.n_counted.get(labeler_id, 0))
+            rows["n_images"].append(images)
+            n_bias = int(bias.loc[labeler_id, "n"]) if bias is not None and labeler_id in bias.index else 0
+            enough = n_bias >= MIN_IMAGES
+            rows["bias_n"].append(n_bias)
+            for column, name in (("bias_mean_diff", "mean_diff"), ("bias_mean_abs_diff", "mean_abs_diff")):
+                rows[column].append(_finite(bias.loc[labeler_id, name]) if enough else None)
+            block = retest.get(labeler_id)
+            rows["retest_n"].append(block["n"] if block else None)
+            for name in ("exact", "within_one", "weighted_kappa", "mean_shift"):
+                rows[f"retest_{name}"].append(block[name]["value"] if block else None)
+        return pa.table(rows, schema=LABELERS_SCHEMA)
+
+
+def _finite(value: Any) -> float | None:
+    number = float(value)
+    return number if math.isfinite(number) else None
