@@ -98,7 +98,9 @@ def releases_page(request, pk: int):
                 request, project, membership, rule=rule, card_text=card_text, with_images=with_images
             )
             return render(request, "labeling/releases.html", context, status=400)
-        messages.success(request, f"Release v{release.version} is being built.")
+        release.refresh_from_db()
+        done = release.status == Release.Status.PUBLISHED
+        messages.success(request, f"Release v{release.version} {'is published' if done else 'is being built'}.")
         return redirect("release-page", pk=project.pk, version=release.version)
     rule = _rule_from(request.GET, form=False)
     context = _list_context(

@@ -32,6 +32,7 @@ from labeling.services import releases as svc
 from labeling.services.labels import label_correct
 from labeling.services.phases import phase_get
 from labeling.services.releases import build as build_module
+from labeling.services.review import review_candidates
 from tests.factories import MembershipFactory, UserFactory
 from tests.labeling.helpers import add_images
 
@@ -45,6 +46,15 @@ CARD = {
 }
 INCLUDE_ALL = dict.fromkeys(svc.CATEGORIES, True)
 SECRET_NAMES = ("ann.secret", "bob.secret", "cy.secret", "dee.secret")
+
+
+@pytest.fixture(autouse=True)
+def eager(monkeypatch):
+    """Build releases in this process even when a broker is configured (CI's real-worker run): these tests
+    never commit, so a worker could not see their rows; tests/test_real_services.py covers the worker."""
+    from config.celery import app
+
+    monkeypatch.setattr(app.conf, "task_always_eager", True)
 
 
 @pytest.fixture
@@ -193,6 +203,26 @@ def test_counted_labels_latest_phase_no_repeats_a_labeler_once():
     assert svc.counted_labels(image, labeler, rank, repeat, 2, ["calibration_2"]).tolist() == [False] * 5
 
 
+def test_outlier_images_follow_the_review_rule_per_image_and_phase():
+    from labeling.services.releases.finalise import outlier_images
+    from metrics.agreement import outlier_labels
+
+    rng = np.random.default_rng(7)
+    n = 400
+    image = rng.integers(0, 60, n)
+    rank = rng.integers(0, 4, n)
+    values = rng.integers(1, 11, n) + rng.choice([0.0, 0.5], n)
+    values[rng.random(n) < 0.1] = np.nan
+    repeat = rng.random(n) < 0.1
+    expected = np.zeros(60, dtype=bool)
+    for i in range(60):
+        for r in range(3):  # the post-calibration phase (rank 3) is not reviewed
+            group = (image == i) & (rank == r) & ~repeat
+            if outlier_labels(values[group]).any():
+                expected[i] = True
+    assert outlier_images(image, rank, values, repeat, 60).tolist() == expected.tolist()
+
+
 def test_final_values_follow_the_phase_choice_repeats_corrections_and_aggregation(study, lead):
     project, images, p, team = study["project"], study["images"], study["phases"], study["team"]
     # A fresh post-calibration label of image 4 by L4 (who never labelled it).
@@ -270,6 +300,8 @@ def test_readiness_counts_each_category_with_examples(project, team, media, lead
     assert examples["open_relabels"] == [relabel.id]
     assert examples["no_baseline"] == [no_baseline.id]
     assert report["categories"]["no_labels"]["examples"][0]["external_id"] == no_labels.external_id
+    reviewed = review_candidates(p["post_calibration"])["candidates"]
+    assert [c["image_id"] for c in reviewed if any("far from every other" in r for r in c["reasons"])] == [spread.id]
     # Defaults exclude no labels, too few labels and open relabels: 3 images out.
     assert report["n_excluded"] == 3 and report["n_included"] == 3
     assert svc.release_readiness(project, {"min_valid_labels": 1})["categories"]["too_few_labels"]["count"] == 0

@@ -20,19 +20,17 @@ from typing import Any
 
 import numpy as np
 
+from metrics.agreement import OUTLIER_DISTANCE
 from metrics.finalise import final_tones
 
 from ...models import Assignment, ImageBaseline, Label, LabelRevision, Phase, Project
 from ..baselines import baselines_current
-from ..review import review_candidates
 from .rules import CATEGORIES
 
 #: Images per chunk (their labels, revisions and baselines are read per chunk).
 CHUNK_IMAGES = 2000
 #: Rows per round trip when a chunk's rows are streamed from the database.
 DB_CHUNK = 2000
-#: The text ``review_candidates`` gives a label far from every other one.
-OUTLIER_REASON = "is far from every other label"
 
 LABEL_FIELDS = (
     "id",
@@ -76,7 +74,6 @@ class Context:
     phase_kind: dict[int, str]  # phase id -> kind
     phase_rank: dict[int, int]  # phase id -> index in Phase.ORDER
     open_relabels: set[int]
-    outliers: set[int]
     good_baselines: set[int]
     n_images: int
 
@@ -89,12 +86,6 @@ def context_load(project: Project, rule: dict[str, Any]) -> Context:
         .exclude(kind=Assignment.Kind.LABEL, request_reason="")
         .values_list("image_id", flat=True)
     )
-    post = project.phases.filter(kind=Phase.Kind.POST_CALIBRATION).first()
-    outliers: set[int] = set()
-    if post is not None:
-        for candidate in review_candidates(post, limit=None)["candidates"]:
-            if any(OUTLIER_REASON in reason for reason in candidate["reasons"]):
-                outliers.add(candidate["image_id"])
     good = set(
         baselines_current(project).filter(status=ImageBaseline.Status.OK, flags=[]).values_list("image_id", flat=True)
     )
@@ -104,7 +95,6 @@ def context_load(project: Project, rule: dict[str, Any]) -> Context:
         phase_kind=dict(phases),
         phase_rank={pid: Phase.ORDER.index(kind) for pid, kind in phases},
         open_relabels=open_relabels,
-        outliers=outliers,
         good_baselines=good,
         n_images=project.images.count(),
     )
@@ -151,7 +141,34 @@ def counted_labels(
     return counted
 
 
-def _categories(final: dict[str, np.ndarray], image_ids: np.ndarray, context: Context) -> dict[str, np.ndarray]:
+def outlier_images(
+    label_image: np.ndarray, rank: np.ndarray, values: np.ndarray, is_repeat: np.ndarray, n_images: int
+) -> np.ndarray:
+    """Images with a label far from every other label of the same phase: the rule of the post-calibration
+    review (``services.review.review_candidates``, ``metrics.agreement.outlier_labels``), vectorised.
+
+    Reviewed like ``review_candidates`` does for the post-calibration phase: the labels of the earlier
+    phases, repeats left out, labels without a value neither flagged nor compared with. ``values``: NaN
+    for no value; ``rank``: the phase's index in ``Phase.ORDER``.
+    """
+    flagged = np.zeros(n_images, dtype=bool)
+    keep = ~is_repeat & ~np.isnan(values) & (rank != Phase.ORDER.index(Phase.Kind.POST_CALIBRATION))
+    image, phase, value = label_image[keep], rank[keep], values[keep]
+    if value.size < 2:
+        return flagged
+    order = np.lexsort((value, phase, image))
+    image, phase, value = image[order], phase[order], value[order]
+    same = (image[1:] == image[:-1]) & (phase[1:] == phase[:-1])
+    to_next = np.append(np.where(same, np.diff(value), np.inf), np.inf)
+    to_previous = np.insert(np.where(same, np.diff(value), np.inf), 0, np.inf)
+    nearest = np.minimum(to_next, to_previous)  # inf: the only valued label of its image and phase
+    flagged[image[np.isfinite(nearest) & (nearest >= OUTLIER_DISTANCE)]] = True
+    return flagged
+
+
+def _categories(
+    final: dict[str, np.ndarray], image_ids: np.ndarray, outliers: np.ndarray, context: Context
+) -> dict[str, np.ndarray]:
     n_any = final["n_labels"] + final["n_skipped"]
     minimum = context.rule["min_valid_labels"]
     result = {
@@ -159,7 +176,7 @@ def _categories(final: dict[str, np.ndarray], image_ids: np.ndarray, context: Co
         "too_few_labels": (n_any > 0) & (final["n_valid"] < minimum),
         "no_near_consensus": (final["n_valid"] >= 2) & ~final["near_consensus"],
         "open_relabels": np.isin(image_ids, np.fromiter(context.open_relabels, dtype=np.int64)),
-        "outliers": np.isin(image_ids, np.fromiter(context.outliers, dtype=np.int64)),
+        "outliers": outliers,
         "no_baseline": ~np.isin(image_ids, np.fromiter(context.good_baselines, dtype=np.int64)),
     }
     assert list(result) == list(CATEGORIES)
@@ -257,7 +274,18 @@ def release_chunks(
             label_image=label_image,
             counted=counted,
             final=final,
-            categories=_categories(final, image_ids, context),
+            categories=_categories(
+                final,
+                image_ids,
+                outlier_images(
+                    label_image,
+                    rank,
+                    np.array([np.nan if row[7] is None else row[7] for row in labels], dtype=np.float64),
+                    is_repeat,
+                    len(images),
+                ),
+                context,
+            ),
         )
         if details:
             chunk.revisions = _revisions(phase_ids, lo, hi)

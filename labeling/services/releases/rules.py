@@ -16,7 +16,7 @@ CATEGORIES: dict[str, str] = {
     "too_few_labels": "Fewer valid labels than the rule's minimum.",
     "no_near_consensus": "Two or more valid labels, not all within one tone of each other.",
     "open_relabels": "Sent back for relabeling and not answered yet.",
-    "outliers": "A label far from every other label (the post-calibration review).",
+    "outliers": "A label far from every other label of its phase (the post-calibration review's rule).",
     "no_baseline": "No current colorimetric baseline that computed without a quality flag.",
 }
 #: What the release page proposes before the lead decides.
