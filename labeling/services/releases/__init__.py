@@ -10,7 +10,7 @@ Modules, each importing only those before it: ``bundle`` (the file writers, no D
 (choices and validation), ``finalise`` (the database in chunks -> ``metrics.finalise.final_tones``),
 ``readiness``, ``tables`` (the schemas and rows of the images, labels and labelers tables), ``storage``
 (paths, which files may be served), ``diff``, ``card_facts`` and ``card`` (the data card), ``build``,
-``lifecycle`` (request, cancel). Callers import the names below from ``labeling.services.releases``.
+``lifecycle`` (request, cancel), ``reimport`` (a release back into a new project). Callers import the names below from ``labeling.services.releases``.
 """
 
 from .build import (
@@ -26,6 +26,7 @@ from .diff import release_diff
 from .finalise import CHUNK_IMAGES, counted_labels, project_has_labels, release_chunks
 from .lifecycle import release_cancel, release_request
 from .readiness import MAX_EXAMPLES, release_readiness
+from .reimport import release_import
 from .rules import CARD_FIELDS, CATEGORIES, DEFAULT_INCLUDE, DEFAULT_MIN_VALID_LABELS, card_text_clean, rule_clean
 from .storage import release_dir, release_file_path, release_zip_path
 
@@ -49,6 +50,7 @@ __all__ = [
     "release_diff",
     "release_dir",
     "release_fail",
+    "release_import",
     "release_file_path",
     "release_readiness",
     "release_request",
