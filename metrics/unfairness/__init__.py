@@ -14,6 +14,14 @@ between predicted and true silhouette boundaries, in mm). Seed 000 defines:
   in such clusters;
 * **severity**: each score is judged against an error threshold (2 mm in the seed).
 
+Beyond the seed (issue 11, so that the verdict cannot call a real disparity negligible):
+``bands`` gives the mean error per band of a continuous attribute with intervals and the
+largest band gap (tested, with a simultaneous interval and a direction); ``verdict``
+reads the slope test and the bands together; the categorical test is Holm-corrected over
+pairs; the intersectional score gets a permutation null, its regions and their
+consistency over ``eps``; ``uncertainty`` re-scores skin tone with tones drawn within the
+labelers' range and per labeler.
+
 Every score is computed even when it is not significant (``significant`` says whether
 it should be acted upon), so that reports can show the effect size either way.
 
@@ -25,28 +33,47 @@ the clustering itself is ``metrics._dbscan``) and ``severity``; ``_checks``
 validates the inputs they share.
 """
 
+from .bands import AttributeBand, BandUnfairness, attribute_bands, band_unfairness
 from .categorical import CategoricalUnfairness, PairUnfairness, categorical_unfairness
 from .continuous import ContinuousUnfairness, continuous_unfairness
 from .intersectional import (
     DEFAULT_EPS_EXPONENTS,
+    ClusterFinding,
     EpsClusters,
     IntersectionalUnfairness,
+    describe_finding,
     intersectional_unfairness,
+    min_samples_sweep,
     standardise,
 )
 from .severity import Severity, severity
+from .uncertainty import LabelUncertainty, label_uncertainty
+from .verdict import LEVELS, ContinuousVerdict, continuous_verdict, holm
 
 __all__ = [
     "DEFAULT_EPS_EXPONENTS",
+    "LEVELS",
+    "AttributeBand",
+    "BandUnfairness",
     "CategoricalUnfairness",
+    "ClusterFinding",
     "ContinuousUnfairness",
+    "ContinuousVerdict",
     "EpsClusters",
     "IntersectionalUnfairness",
+    "LabelUncertainty",
     "PairUnfairness",
     "Severity",
+    "attribute_bands",
+    "band_unfairness",
     "categorical_unfairness",
     "continuous_unfairness",
+    "continuous_verdict",
+    "describe_finding",
+    "holm",
     "intersectional_unfairness",
+    "label_uncertainty",
+    "min_samples_sweep",
     "severity",
     "standardise",
 ]

@@ -11,9 +11,12 @@ from ._checks import _as_errors
 
 __all__ = [
     "DEFAULT_EPS_EXPONENTS",
+    "ClusterFinding",
     "EpsClusters",
     "IntersectionalUnfairness",
+    "describe_finding",
     "intersectional_unfairness",
+    "min_samples_sweep",
     "standardise",
 ]
 
@@ -46,6 +49,38 @@ class EpsClusters:
 
 
 @dataclass(frozen=True)
+class ClusterFinding:
+    """Flagged customers of one region: overlapping underperforming clusters across ``eps``.
+
+    Attributes
+    ----------
+    members : ndarray of int
+        Indices of the customers (union of the region's flagged clusters), sorted.
+    n_eps : int
+        Number of ``eps`` values of the ensemble at which a cluster of this region is flagged.
+    consistency : float
+        ``n_eps / len(ensemble)``: how consistently the region is found (seed 000: a cluster
+        found "consistently" for ``10**-0.1 <= eps <= 10**-0.01``).
+    exponent_range : tuple of float
+        Smallest and largest ``log10(eps)`` at which it is flagged.
+    feature_ranges : tuple of tuple of float
+        Per clustering feature (raw, not standardised), the smallest and largest member value.
+    mean_error : float
+        Mean error of the members.
+    fraction_at_or_above : float
+        Fraction of members with error at or above the cluster error threshold.
+    """
+
+    members: np.ndarray
+    n_eps: int
+    consistency: float
+    exponent_range: tuple[float, float]
+    feature_ranges: tuple[tuple[float, float], ...]
+    mean_error: float
+    fraction_at_or_above: float
+
+
+@dataclass(frozen=True)
 class IntersectionalUnfairness:
     """Intersectional unfairness (seed 000): customers in underperforming clusters.
 
@@ -66,6 +101,22 @@ class IntersectionalUnfairness:
         The z-scored features the clustering ran on.
     min_samples, min_cluster_size, error_threshold, min_fraction
         The parameters used.
+    p_value : float or None
+        Permutation p-value of ``n_customers`` (None without permutations):
+        ``(1 + #{shuffles with at least as many customers}) / (1 + n_permutations)``, the
+        errors shuffled across customers and the same ensemble rerun on the same clusters.
+    significant : bool or None
+        ``p_value < alpha`` (None without permutations). The score of the seed has no null
+        reference: on data with no unfairness at all it flags customers in most data sets.
+    n_permutations : int
+        Shuffles behind the p-value.
+    null_counts : ndarray of int or None
+        ``n_customers`` of each shuffle.
+    findings : tuple of ClusterFinding
+        Flagged customers grouped into regions (overlapping flagged clusters across ``eps``
+        merged), with how consistently each region is flagged over the ensemble.
+    alpha : float
+        Significance level of the permutation test.
     """
 
     n_customers: int
@@ -78,6 +129,12 @@ class IntersectionalUnfairness:
     min_cluster_size: int
     error_threshold: float
     min_fraction: float
+    p_value: float | None = None
+    significant: bool | None = None
+    n_permutations: int = 0
+    null_counts: np.ndarray | None = None
+    findings: tuple = ()
+    alpha: float = 0.05
 
 
 def standardise(features: np.ndarray) -> np.ndarray:
@@ -118,6 +175,9 @@ def intersectional_unfairness(
     error_threshold: float = 1.7,
     min_fraction: float = 0.7,
     progress: bool = False,
+    n_permutations: int = 0,
+    seed: int = 0,
+    alpha: float = 0.05,
 ) -> IntersectionalUnfairness:
     """Customers in clusters of similar attributes where the model underperforms.
 
@@ -153,6 +213,17 @@ def intersectional_unfairness(
         Fraction of such members that makes a cluster underperforming.
     progress : bool, default False
         Show a tqdm progress bar on stderr over the ``eps`` values.
+    n_permutations : int, default 0
+        Shuffles of the errors across customers for the permutation p-value (0: none, the
+        seed's score alone). The clusters depend only on the features, so each shuffle
+        reuses them and only recounts the underperformers per cluster. A cluster whose
+        chance of reaching ``min_fraction`` under a shuffle is below ``1e-12``
+        (hypergeometric tail) is left out of the shuffles; identical clusters found at
+        several ``eps`` are counted once.
+    seed : int, default 0
+        Seed of the shuffles.
+    alpha : float, default 0.05
+        Significance level of the permutation test.
 
     Returns
     -------
@@ -201,7 +272,10 @@ def intersectional_unfairness(
         )
     per_eps = []
     flagged = np.zeros(values.size, dtype=bool)
-    for exponent, (eps, labels) in zip(exponents, labels_iter, strict=True):
+    n_above = int(np.count_nonzero(above))
+    candidates = _Candidates(values.size, n_above, min_fraction) if n_permutations > 0 else None
+    found: list[tuple[int, np.ndarray]] = []
+    for position, (exponent, (eps, labels)) in enumerate(zip(exponents, labels_iter, strict=True)):
         n_clusters = int(labels.max()) + 1 if labels.size else 0
         clustered = labels >= 0
         size = np.bincount(labels[clustered], minlength=n_clusters)
@@ -210,12 +284,18 @@ def intersectional_unfairness(
             fraction = bad / np.maximum(size, 1)
         under = np.flatnonzero((size >= min_cluster_size) & (fraction >= min_fraction))
         groups = []
-        if under.size:
+        big = np.flatnonzero(size >= min_cluster_size)
+        if under.size or (candidates is not None and big.size):
             order = np.argsort(labels, kind="stable")
-            starts = np.searchsorted(labels[order], under)
-            for label, start in zip(under, starts, strict=True):
-                groups.append(np.sort(order[start : start + size[label]]))
-            flagged |= np.isin(labels, under)
+            starts = np.searchsorted(labels[order], np.arange(n_clusters))
+            for label in under:
+                groups.append(np.sort(order[starts[label] : starts[label] + size[label]]))
+                found.append((position, groups[-1]))
+            if under.size:
+                flagged |= np.isin(labels, under)
+            if candidates is not None:
+                for label in candidates.possible(big, size):
+                    candidates.add(np.sort(order[starts[label] : starts[label] + size[label]]))
         per_eps.append(
             EpsClusters(
                 exponent=float(exponent),
@@ -226,6 +306,11 @@ def intersectional_unfairness(
             )
         )
     members = np.flatnonzero(flagged)
+    null_counts = p_value = significant = None
+    if candidates is not None:
+        null_counts = candidates.null_counts(above, n_permutations, np.random.default_rng(seed))
+        p_value = float((1 + np.count_nonzero(null_counts >= members.size)) / (1 + n_permutations))
+        significant = bool(p_value < alpha)
     return IntersectionalUnfairness(
         n_customers=int(members.size),
         members=members,
@@ -237,7 +322,197 @@ def intersectional_unfairness(
         min_cluster_size=int(min_cluster_size),
         error_threshold=float(error_threshold),
         min_fraction=float(min_fraction),
+        p_value=p_value,
+        significant=significant,
+        n_permutations=int(n_permutations),
+        null_counts=null_counts,
+        findings=_findings(found, exponents, x, values, above),
+        alpha=float(alpha),
     )
+
+
+def _needed(size: np.ndarray, min_fraction: float) -> np.ndarray:
+    """Smallest count ``b`` of underperformers with ``b / size >= min_fraction`` (as computed above)."""
+    size = np.asarray(size, dtype=np.int64)
+    need = np.ceil(min_fraction * size).astype(np.int64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        need = np.where((need - 1) / np.maximum(size, 1) >= min_fraction, need - 1, need)
+        need = np.where(need / np.maximum(size, 1) < min_fraction, need + 1, need)
+    return np.maximum(need, 0)
+
+
+class _Candidates:
+    """Distinct clusters of the ensemble that a shuffle of the errors could flag."""
+
+    # A cluster whose hypergeometric chance of being underperforming is below this is skipped.
+    NEGLIGIBLE = 1e-12
+    # Shuffles per block: the (n_samples x block) 0/1 matrix of shuffled flags stays below ~32 MB.
+    BLOCK_CELLS = 4_000_000
+
+    def __init__(self, n: int, n_above: int, min_fraction: float) -> None:
+        self.n = n
+        self.n_above = n_above
+        self.min_fraction = min_fraction
+        self.seen: set[bytes] = set()
+        self.members: list[np.ndarray] = []
+
+    def possible(self, labels: np.ndarray, size: np.ndarray) -> np.ndarray:
+        from scipy.stats import hypergeom
+
+        sizes = size[labels]
+        need = _needed(sizes, self.min_fraction)
+        ok = need <= np.minimum(sizes, self.n_above)
+        labels, sizes, need = labels[ok], sizes[ok], need[ok]
+        if labels.size:
+            chance = hypergeom.sf(need - 1, self.n, self.n_above, sizes)
+            labels = labels[chance >= self.NEGLIGIBLE]
+        return labels
+
+    def add(self, members: np.ndarray) -> None:
+        key = members.tobytes()
+        if key not in self.seen:
+            self.seen.add(key)
+            self.members.append(members)
+
+    def null_counts(self, above: np.ndarray, n_permutations: int, rng: np.random.Generator) -> np.ndarray:
+        from scipy.sparse import csr_matrix
+
+        counts = np.zeros(n_permutations, dtype=np.int64)
+        if not self.members:
+            return counts
+        sizes = np.array([m.size for m in self.members])
+        matrix = csr_matrix(
+            (
+                np.ones(int(sizes.sum()), dtype=np.float32),
+                np.concatenate(self.members),
+                np.r_[0, np.cumsum(sizes)],
+            ),
+            shape=(len(self.members), self.n),
+        )
+        transposed = matrix.T.tocsr()
+        need = _needed(sizes, self.min_fraction)[:, None]
+        flags = above.astype(np.float32)
+        block = max(1, self.BLOCK_CELLS // max(self.n, 1))
+        for start in range(0, n_permutations, block):
+            stop = min(n_permutations, start + block)
+            shuffled = rng.permuted(np.broadcast_to(flags, (stop - start, self.n)), axis=1).T
+            bad = matrix @ np.ascontiguousarray(shuffled)
+            flagged = (bad >= need - 0.5).astype(np.float32)
+            covered = transposed @ flagged
+            counts[start:stop] = np.count_nonzero(covered > 0, axis=0)
+        return counts
+
+
+def _findings(
+    found: list[tuple[int, np.ndarray]],
+    exponents: np.ndarray,
+    features: np.ndarray,
+    errors: np.ndarray,
+    above: np.ndarray,
+) -> tuple[ClusterFinding, ...]:
+    """Flagged clusters merged into regions (clusters sharing a customer), with their eps spread."""
+    if not found:
+        return ()
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    n = errors.size
+    sizes = np.array([m.size for _, m in found])
+    matrix = csr_matrix(
+        (np.ones(int(sizes.sum()), dtype=np.int8), np.concatenate([m for _, m in found]), np.r_[0, np.cumsum(sizes)]),
+        shape=(len(found), n),
+    )
+    # Clusters sharing a member are one region: components of the cluster-customer graph.
+    _, component = connected_components((matrix @ matrix.T.astype(np.int32)) > 0, directed=False)
+    findings = []
+    for c in np.unique(component):
+        rows = np.flatnonzero(component == c)
+        members = np.unique(np.concatenate([found[r][1] for r in rows]))
+        positions = sorted({found[r][0] for r in rows})
+        findings.append(
+            ClusterFinding(
+                members=members,
+                n_eps=len(positions),
+                consistency=len(positions) / exponents.size,
+                exponent_range=(float(exponents[positions[0]]), float(exponents[positions[-1]])),
+                feature_ranges=tuple(
+                    (float(features[members, j].min()), float(features[members, j].max()))
+                    for j in range(features.shape[1])
+                ),
+                mean_error=float(errors[members].mean()),
+                fraction_at_or_above=float(above[members].mean()),
+            )
+        )
+    findings.sort(key=lambda f: (-f.n_eps, -f.members.size))
+    return tuple(findings)
+
+
+def describe_finding(
+    finding: ClusterFinding,
+    feature_names: Sequence[str],
+    categorical: dict[str, np.ndarray] | None = None,
+) -> str:
+    """The region of a finding in words: each feature's range, and the main category of others.
+
+    Parameters
+    ----------
+    finding : ClusterFinding
+        A flagged region.
+    feature_names : sequence of str
+        Names of the clustering features, in order.
+    categorical : dict of str to array, optional
+        Other per-sample attributes (e.g. pose, gender): the most common value among the
+        members is named with its share.
+
+    Returns
+    -------
+    str
+        E.g. ``"side pose (92%), skin_tone 8-10, body_shape 0.31-0.38"``.
+
+    Examples
+    --------
+    >>> f = ClusterFinding(np.array([0, 1, 2]), 5, 0.03, (-0.1, -0.01), ((8.0, 10.0), (0.31, 0.38)), 2.4, 0.9)
+    >>> describe_finding(f, ["skin_tone", "body_shape"], {"pose": np.array(["side", "side", "front", "side"])})
+    'pose side (67%), skin_tone 8-10, body_shape 0.31-0.38'
+    """
+    parts = []
+    for name, column in (categorical or {}).items():
+        values = np.asarray(column, dtype=object)[finding.members]
+        if values.size:
+            kinds, counts = np.unique(values.astype(str), return_counts=True)
+            top = int(np.argmax(counts))
+            parts.append(f"{name} {kinds[top]} ({counts[top] / values.size:.0%})")
+    for name, (low, high) in zip(feature_names, finding.feature_ranges, strict=True):
+        parts.append(f"{name} {low:.3g}" if low == high else f"{name} {low:.3g}-{high:.3g}")
+    return ", ".join(parts)
+
+
+def min_samples_sweep(
+    errors: Sequence[float] | np.ndarray,
+    features: np.ndarray,
+    values: Sequence[int] = (5, 10, 20),
+    **options,
+) -> dict[int, int]:
+    """Flagged customers for several DBSCAN ``min_samples`` (seed 000 does not give it).
+
+    Parameters
+    ----------
+    errors, features
+        As for :func:`intersectional_unfairness`.
+    values : sequence of int, default (5, 10, 20)
+        ``min_samples`` values to try.
+    **options
+        Other keyword arguments of :func:`intersectional_unfairness` (no permutations run).
+
+    Returns
+    -------
+    dict of int to int
+        ``min_samples -> n_customers``.
+    """
+    options = {k: v for k, v in options.items() if k not in ("n_permutations", "min_samples")}
+    return {
+        int(m): intersectional_unfairness(errors, features, min_samples=int(m), **options).n_customers for m in values
+    }
 
 
 def _labels_per_eps(points: np.ndarray, eps_values: np.ndarray, min_samples: int):
