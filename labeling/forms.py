@@ -84,6 +84,12 @@ class MemberForm(forms.Form):
     expertise = forms.CharField(max_length=200, required=False)
     region_of_upbringing = forms.CharField(max_length=200, required=False)
     gender = forms.CharField(max_length=100, required=False)
+    share_profile = forms.BooleanField(
+        required=False,
+        label="Agreed to share the profile in releases",
+        help_text="Only with the person's agreement: their profile then appears next to their id in released "
+        "datasets. Otherwise releases carry team-level summaries only.",
+    )
 
 
 class CalibrationForm(forms.Form):

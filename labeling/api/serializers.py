@@ -101,7 +101,17 @@ class MembershipSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Membership
-        fields = ["id", "username", "role", "pseudonym", "expertise", "region_of_upbringing", "gender", "is_active"]
+        fields = [
+            "id",
+            "username",
+            "role",
+            "pseudonym",
+            "expertise",
+            "region_of_upbringing",
+            "gender",
+            "share_profile",
+            "is_active",
+        ]
 
 
 class MembershipCreateSerializer(serializers.Serializer):
@@ -112,6 +122,9 @@ class MembershipCreateSerializer(serializers.Serializer):
     expertise = serializers.CharField(max_length=200, required=False, allow_blank=True)
     region_of_upbringing = serializers.CharField(max_length=200, required=False, allow_blank=True)
     gender = serializers.CharField(max_length=100, required=False, allow_blank=True)
+    share_profile = serializers.BooleanField(
+        required=False, default=False, help_text="The person agreed to their profile appearing in released datasets."
+    )
 
 
 class ImageSerializer(serializers.ModelSerializer):

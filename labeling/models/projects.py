@@ -70,6 +70,11 @@ class Membership(models.Model):
     expertise = models.CharField(max_length=200, blank=True)
     region_of_upbringing = models.CharField(max_length=200, blank=True)
     gender = models.CharField(max_length=100, blank=True)
+    share_profile = models.BooleanField(
+        default=False,
+        help_text="The labeler agreed that their profile fields appear next to their pseudonymous id in released "
+        "datasets (the labelers table). Without it, releases carry only team-level summaries.",
+    )
     is_active = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -23,9 +23,25 @@ from .scales import MONK_TONES
 DEMO_PASSWORD = "fairtone-demo"
 DEMO_NAME = "Demo: skin tone of synthetic portraits"
 DEMO_LABELERS = [
-    ("labeler1", {"expertise": "dermatology nurse", "region_of_upbringing": "West Africa", "gender": "woman"}),
+    (
+        "labeler1",
+        {
+            "expertise": "dermatology nurse",
+            "region_of_upbringing": "West Africa",
+            "gender": "woman",
+            "share_profile": True,
+        },
+    ),
     ("labeler2", {"expertise": "photographer", "region_of_upbringing": "South Asia", "gender": "man"}),
-    ("labeler3", {"expertise": "ML engineer", "region_of_upbringing": "Northern Europe", "gender": "non-binary"}),
+    (
+        "labeler3",
+        {
+            "expertise": "ML engineer",
+            "region_of_upbringing": "Northern Europe",
+            "gender": "non-binary",
+            "share_profile": True,
+        },
+    ),
     ("labeler4", {"expertise": "retail stylist", "region_of_upbringing": "Latin America", "gender": "woman"}),
 ]
 

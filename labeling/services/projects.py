@@ -152,7 +152,7 @@ def next_pseudonym(project: Project, prefix: str = "L") -> str:
     return f"{prefix}{n:02d}"
 
 
-PROFILE_FIELDS = ("expertise", "region_of_upbringing", "gender")
+PROFILE_FIELDS = ("expertise", "region_of_upbringing", "gender", "share_profile")
 
 
 def membership_add(
