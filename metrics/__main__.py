@@ -1,4 +1,5 @@
-"""Command line: ``python -m metrics report --attributes A --predictions P --out DIR``."""
+"""Command line: ``python -m metrics report --attributes A --predictions P --out DIR`` and
+``python -m metrics gate report.json --fail-on significant-severe --max-score skin_tone=1.0``."""
 
 from __future__ import annotations
 
@@ -29,10 +30,34 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument(
         "--cluster-error-threshold",
         type=float,
-        default=1.7,
-        help="error at or above which a cluster member counts as underperformed",
+        default=None,
+        help="error at or above which a cluster member counts as underperformed (default: --threshold)",
     )
-    report.add_argument("--min-samples", type=int, default=10, help="DBSCAN min_samples")
+    report.add_argument(
+        "--min-samples", type=int, default=10, help="DBSCAN min_samples (not given by seed 000; default 10)"
+    )
+    report.add_argument(
+        "--min-samples-sweep",
+        default="5,20",
+        help="other min_samples values whose flagged counts the report shows (comma-separated; '' for none)",
+    )
+    report.add_argument(
+        "--permutations",
+        type=int,
+        default=199,
+        help="shuffles of the errors for the intersectional permutation p-value (0: none)",
+    )
+    report.add_argument(
+        "--band-permutations", type=int, default=999, help="permutations of the band-gap test (default 999)"
+    )
+    report.add_argument("--bands", type=int, default=5, help="largest number of bands per continuous attribute")
+    report.add_argument("--seed", type=int, default=0, help="seed of every permutation and draw")
+    report.add_argument("--tone-min", help="column with each image's smallest skin-tone label")
+    report.add_argument(
+        "--tone-max",
+        help="column with each image's largest skin-tone label (with --tone-min: the label-uncertainty check)",
+    )
+    report.add_argument("--uncertainty-draws", type=int, default=100, help="draws of the label-uncertainty check")
     report.add_argument("--min-cluster-size", type=int, default=10)
     report.add_argument("--min-fraction", type=float, default=0.7)
     report.add_argument(
@@ -44,12 +69,48 @@ def _parser() -> argparse.ArgumentParser:
     bar = report.add_mutually_exclusive_group()
     bar.add_argument("--progress", dest="progress", action="store_true", default=None)
     bar.add_argument("--no-progress", dest="progress", action="store_false")
+    gate = commands.add_parser(
+        "gate",
+        help="pass or fail a report.json against rules (exit 1 on failure)",
+        description="Check report.json against gate rules; print the reasons and exit 1 when a rule fails, "
+        "0 when all pass, 2 for invalid input. --fail-on (repeatable): significant = any significant score; "
+        "significant-moderate / significant-severe = any significant score at least that severe; severe = any "
+        "severe score, significant or not. --max-score ATTR=VALUE (repeatable, ATTR in gender, body_shape, "
+        "skin_tone, intersectional): fail when the score (body shape, skin tone: also the largest band gap; "
+        "intersectional: flagged customers) exceeds VALUE. Without rules: --fail-on significant-severe.",
+    )
+    gate.add_argument("report", type=Path, help="report.json written by 'python -m metrics report'")
+    gate.add_argument("--fail-on", action="append", default=None, metavar="RULE")
+    gate.add_argument("--max-score", action="append", default=[], metavar="ATTR=VALUE")
     return parser
+
+
+def _gate(args) -> int:
+    import json
+
+    from metrics.gate import evaluate, parse_rules
+
+    try:
+        default = [] if args.max_score else ["significant-severe"]
+        rules = parse_rules(args.fail_on or default, args.max_score)
+        report = json.loads(Path(args.report).read_text(encoding="utf-8"))
+    except (ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    result = evaluate(report, rules)
+    for line in result.checked:
+        print(f"checked {line}")
+    for line in result.reasons:
+        print(f"FAIL {line}")
+    print("gate passed" if result.passed else "gate failed")
+    return 0 if result.passed else 1
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; return the exit code (2 for invalid input)."""
     args = _parser().parse_args(argv)
+    if args.command == "gate":
+        return _gate(args)
     from metrics.report import ReportInputError, ReportOptions, write_report
 
     problems = []
@@ -57,6 +118,12 @@ def main(argv: list[str] | None = None) -> int:
         problems.append(f"--alpha must be in (0, 1), got {args.alpha}")
     if not args.threshold > 0:
         problems.append(f"--threshold must be positive, got {args.threshold}")
+    if args.permutations < 0 or args.band_permutations < 1 or args.uncertainty_draws < 1 or args.bands < 2:
+        problems.append("--permutations >= 0, --band-permutations >= 1, --uncertainty-draws >= 1, --bands >= 2")
+    try:
+        [int(m) for m in args.min_samples_sweep.split(",") if m.strip()]
+    except ValueError:
+        problems.append(f"--min-samples-sweep must be comma-separated whole numbers, got {args.min_samples_sweep!r}")
     if problems:
         for line in problems:
             print(f"error: {line}", file=sys.stderr)
@@ -79,6 +146,14 @@ def main(argv: list[str] | None = None) -> int:
         allow_unmatched=args.allow_unmatched,
         progress=args.progress,
         groups=[g for g in args.groups.split(",") if g],
+        n_bands=args.bands,
+        permutations=args.permutations,
+        band_permutations=args.band_permutations,
+        min_samples_sweep=[int(m) for m in args.min_samples_sweep.split(",") if m.strip()],
+        tone_min=args.tone_min,
+        tone_max=args.tone_max,
+        uncertainty_draws=args.uncertainty_draws,
+        seed=args.seed,
     )
     try:
         content = write_report(options)

@@ -34,13 +34,28 @@ class ReportOptions:
     body_shape: str | None = None
     threshold: float = 2.0
     alpha: float = 0.05
-    cluster_error_threshold: float = 1.7
+    #: None: the cluster error threshold follows ``threshold``.
+    cluster_error_threshold: float | None = None
     min_samples: int = 10
     min_cluster_size: int = 10
     min_fraction: float = 0.7
     allow_unmatched: bool = False
     progress: bool | None = None
     groups: list[str] = field(default_factory=list)
+    #: Bands of the continuous attributes (see :func:`metrics.unfairness.attribute_bands`).
+    n_bands: int = 5
+    #: Shuffles of the intersectional permutation null (0: none).
+    permutations: int = 199
+    #: Permutations of the band-gap test.
+    band_permutations: int = 999
+    #: Other DBSCAN ``min_samples`` values whose flagged counts are shown (empty: none).
+    min_samples_sweep: list[int] = field(default_factory=lambda: [5, 20])
+    #: Columns with each image's smallest and largest skin-tone label (label-uncertainty check).
+    tone_min: str | None = None
+    tone_max: str | None = None
+    #: Draws of the label-uncertainty check.
+    uncertainty_draws: int = 100
+    seed: int = 0
 
 
 def load_table(path: Path, id_column: str):
@@ -92,7 +107,9 @@ def _join(options: ReportOptions):
     attributes = load_table(options.attributes, options.on)
     predictions = load_table(options.predictions, options.on)
     problems = []
-    wanted_attributes = [c for c in (options.gender, options.skin_tone, options.body_shape) if c] + list(options.groups)
+    wanted_attributes = [
+        c for c in (options.gender, options.skin_tone, options.body_shape, options.tone_min, options.tone_max) if c
+    ] + list(options.groups)
     for name, table, columns in (
         (options.attributes, attributes, [options.on, *wanted_attributes]),
         (options.predictions, predictions, [options.on, options.error]),
@@ -104,6 +121,8 @@ def _join(options: ReportOptions):
             )
     if not (options.gender or options.skin_tone or options.body_shape):
         problems.append("nothing to evaluate: give --gender, --skin-tone and/or --body-shape")
+    if bool(options.tone_min) != bool(options.tone_max) or (options.tone_min and not options.skin_tone):
+        problems.append("the label-uncertainty check needs --skin-tone, --tone-min and --tone-max together")
     if problems:
         raise ReportInputError(problems)
 
@@ -156,6 +175,8 @@ def _join(options: ReportOptions):
         for c, flag in (
             (options.skin_tone, "skin tone"),
             (options.body_shape, "body shape"),
+            (options.tone_min, "smallest tone label"),
+            (options.tone_max, "largest tone label"),
         )
         if c
     ]

@@ -155,11 +155,64 @@ def _html(report: dict, figures: list[tuple[str, str]]) -> str:
         )
     if report["intersectional"] is not None:
         inter = report["intersectional"]
+        p_value = "" if inter.get("p_value") is None else f"{inter['p_value']:.3g}"
+        significant = {None: "not tested", True: "yes", False: "no"}[inter.get("significant")]
         parts.append(
-            "<tr><td>intersectional</td><td>DBSCAN ensemble</td><td></td><td></td>"
+            "<tr><td>intersectional</td><td>DBSCAN ensemble, permutation null</td>"
+            f"<td>{p_value}</td><td>{significant}</td>"
             f"<td>{inter['n_customers']} customers</td><td>{inter['fraction']:.1%} of samples</td></tr>"
         )
     parts.append("</table>")
+    for key in ("body_shape", "skin_tone"):
+        part = report[key]
+        if part is None or "bands" not in part:
+            continue
+        bands, verdict = part["bands"], part["verdict"]
+        parts.append(
+            f"<h2>{esc(key.replace('_', ' ').capitalize())} by band</h2>"
+            f"<p>Verdict: {'significant' if verdict['significant'] else 'not significant'} "
+            f"(Holm-adjusted p {verdict['p_value']:.3g}), {esc(verdict['level'])}, set by {esc(verdict['driver'])}; "
+            f"the {esc(bands['worse_end'])} end is worse. Band-gap test: {esc(bands['test'])}.</p>"
+            "<table><tr><th>band</th><th>n</th><th>mean error</th><th>95% CI</th><th>note</th></tr>"
+        )
+        for band in bands["bands"]:
+            mean = "" if band["mean_error"] is None else f"{band['mean_error']:.3f}"
+            ci = "" if band["ci_low"] is None else f"{band['ci_low']:.3f} to {band['ci_high']:.3f}"
+            notes = [
+                text
+                for flag, text in ((band["small"], "small band"), (band["reaches_threshold"], "reaches the threshold"))
+                if flag
+            ]
+            parts.append(
+                f"<tr><td>{esc(band['label'])}</td><td>{band['n']}</td><td>{mean}</td><td>{ci}</td>"
+                f"<td>{esc(', '.join(notes))}</td></tr>"
+            )
+        low, high = bands["gap_ci"]
+        parts.append(
+            f"</table><p>Largest gap {bands['gap']:.3f} (95% CI {low:.3f} to {high:.3f}, p {bands['gap_p_value']:.3g}) "
+            f"between {esc(bands['worst_band'])} and {esc(bands['best_band'])}: {esc(bands['gap_severity'])}.</p>"
+        )
+    inter = report["intersectional"]
+    if inter is not None:
+        parts.append(
+            "<h2>Intersectional regions</h2><table><tr><th>region</th><th>customers</th>"
+            "<th>flagged at eps</th><th>mean error</th></tr>"
+        )
+        for finding in inter.get("findings", []):
+            parts.append(
+                f"<tr><td>{esc(finding['description'])}</td><td>{finding['n_customers']}</td>"
+                f"<td>{finding['n_eps']} of {inter['n_eps']}</td><td>{finding['mean_error']:.3f}</td></tr>"
+            )
+        sweep = ", ".join(f"{s['min_samples']}: {s['n_customers']}" for s in inter.get("min_samples_sweep", []))
+        parts.append(f"</table><p>Flagged customers by DBSCAN min_samples (not given by seed 000): {esc(sweep)}.</p>")
+    check = report.get("label_uncertainty")
+    if check is not None:
+        parts.append(
+            "<h2>Label uncertainty</h2>"
+            f"<p>Conclusion with the given tones: {esc(check['conclusion'])}. Same conclusion in "
+            f"{check['n_same']} of {check['n_draws']} draws within the labelers' range "
+            f"(95% CI {check['fraction_same_ci'][0]:.0%} to {check['fraction_same_ci'][1]:.0%}).</p>"
+        )
     if isinstance(report["groups"], str):
         parts.append(f"<p><em>Groups: {esc(report['groups'])}</em></p>")
     else:

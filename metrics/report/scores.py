@@ -36,6 +36,9 @@ def build_report(options: ReportOptions) -> dict:
 
     merged, unmatched = _join(options)
     errors = merged[options.error].to_numpy(dtype=np.float64)
+    cluster_threshold = (
+        options.threshold if options.cluster_error_threshold is None else options.cluster_error_threshold
+    )
     report: dict = {
         "inputs": {
             "attributes": str(options.attributes),
@@ -49,8 +52,20 @@ def build_report(options: ReportOptions) -> dict:
             "threshold": options.threshold,
             "alpha": options.alpha,
             "severity_rule": "ratio = |score| / threshold; <0.5 negligible, <1 moderate, >=1 severe",
-            "cluster_error_threshold": options.cluster_error_threshold,
+            "band_rule": (
+                "continuous attributes: the verdict is the worst of the P5-P95 score's severity, the largest "
+                "band gap's severity, and severe when a band's mean error reaches the threshold"
+            ),
+            "cluster_error_threshold": cluster_threshold,
+            "cluster_error_threshold_source": (
+                "the error threshold" if options.cluster_error_threshold is None else "set (--cluster-error-threshold)"
+            ),
             "min_samples": options.min_samples,
+            "min_samples_note": "DBSCAN min_samples is not given by seed 000; it is a parameter of this report",
+            "n_bands": options.n_bands,
+            "permutations": options.permutations,
+            "band_permutations": options.band_permutations,
+            "seed": options.seed,
             "min_cluster_size": options.min_cluster_size,
             "min_fraction": options.min_fraction,
         },
@@ -58,6 +73,7 @@ def build_report(options: ReportOptions) -> dict:
         "skin_tone": None,
         "body_shape": None,
         "intersectional": None,
+        "label_uncertainty": None,
     }
     problems = []
     results: dict = {}
@@ -79,55 +95,202 @@ def build_report(options: ReportOptions) -> dict:
         if not column:
             continue
         try:
-            result = unfairness.continuous_unfairness(
-                errors, merged[column].to_numpy(dtype=np.float64), alpha=options.alpha
+            attribute = merged[column].to_numpy(dtype=np.float64)
+            result = unfairness.continuous_unfairness(errors, attribute, alpha=options.alpha)
+            bands = unfairness.band_unfairness(
+                errors,
+                attribute,
+                threshold=options.threshold,
+                alpha=options.alpha,
+                n_bands=options.n_bands,
+                n_permutations=options.band_permutations,
+                seed=options.seed,
             )
             results[key] = result
+            results[f"{key}_bands"] = bands
             report[key] = _continuous_json(result, column, options)
+            report[key]["bands"] = _bands_json(bands)
+            report[key]["verdict"] = _verdict_json(unfairness.continuous_verdict(result, bands))
         except ValueError as exc:
             problems.append(f"{key.replace('_', ' ')} ({column}): {exc}")
     if problems:
         raise ReportInputError(problems)
+    if options.tone_min and options.tone_max:
+        try:
+            check = unfairness.label_uncertainty(
+                errors,
+                merged[options.skin_tone].to_numpy(dtype=np.float64),
+                merged[options.tone_min].to_numpy(dtype=np.float64),
+                merged[options.tone_max].to_numpy(dtype=np.float64),
+                threshold=options.threshold,
+                alpha=options.alpha,
+                n_draws=options.uncertainty_draws,
+                n_bands=options.n_bands,
+                seed=options.seed,
+            )
+        except ValueError as exc:
+            raise ReportInputError([f"label-uncertainty check: {exc}"]) from None
+        report["label_uncertainty"] = {
+            "columns": [options.tone_min, options.tone_max],
+            "conclusion": check.conclusion,
+            "n_draws": check.n_draws,
+            "n_same": check.n_same,
+            "fraction_same": check.fraction_same,
+            "fraction_same_ci": list(check.fraction_same_ci),
+            "fraction_significant": check.fraction_significant,
+            "fraction_significant_ci": list(check.fraction_significant_ci),
+            "conclusions": check.conclusions,
+            "robust": check.robust,
+            "per_labeler": check.per_labeler,
+        }
     if options.skin_tone and options.body_shape:
         progress = options.progress
         if progress is None:
             progress = len(merged) >= _PROGRESS_ROWS
         features = merged[[options.body_shape, options.skin_tone]].to_numpy(dtype=np.float64)
+        settings = {
+            "min_cluster_size": options.min_cluster_size,
+            "error_threshold": cluster_threshold,
+            "min_fraction": options.min_fraction,
+        }
         result = unfairness.intersectional_unfairness(
             errors,
             features,
             min_samples=options.min_samples,
-            min_cluster_size=options.min_cluster_size,
-            error_threshold=options.cluster_error_threshold,
-            min_fraction=options.min_fraction,
             progress=bool(progress),
+            n_permutations=options.permutations,
+            seed=options.seed,
+            alpha=options.alpha,
+            **settings,
+        )
+        sweep = {options.min_samples: result.n_customers}
+        sweep.update(
+            unfairness.min_samples_sweep(
+                errors, features, [m for m in options.min_samples_sweep if m != options.min_samples], **settings
+            )
         )
         results["intersectional"] = result
         ids = merged[options.on].to_numpy()
-        report["intersectional"] = {
-            "score": result.n_customers,
-            "n_customers": result.n_customers,
-            "fraction": result.fraction,
-            "members": [str(i) for i in ids[result.members]],
-            "features": [options.body_shape, options.skin_tone],
-            "eps_with_underperforming_clusters": [
-                {
-                    "exponent": c.exponent,
-                    "eps": c.eps,
-                    "n_clusters": c.n_clusters,
-                    "underperforming_sizes": [int(m.size) for m in c.underperforming],
-                    "fractions": list(c.fractions),
-                }
-                for c in result.clusters
-                if c.underperforming
-            ],
-            "n_eps": len(result.clusters),
-        }
+        categorical = {c: merged[c].astype(str).to_numpy() for c in [options.gender, *options.groups] if c}
+        report["intersectional"] = _intersectional_json(result, ids, options, categorical, sweep)
     report["summary"] = _summary(report, options)
     report["groups"] = _groups_section(options, merged)
     report["_results"] = results
     report["_merged"] = merged
     return report
+
+
+def _ci(k: int, n: int) -> list[float]:
+    from metrics.intervals import wilson_interval
+
+    return list(wilson_interval(k, n))
+
+
+def _rate(k: int, n: int) -> dict:
+    from metrics.intervals import wilson_interval
+
+    low, high = wilson_interval(k, n)
+    return {"k": int(k), "n": int(n), "rate": k / n if n else None, "ci_low": low, "ci_high": high}
+
+
+def _intersectional_json(result, ids, options: ReportOptions, categorical: dict, sweep: dict) -> dict:
+    from metrics.unfairness import describe_finding
+
+    names = [options.body_shape, options.skin_tone]
+    part = {
+        "score": result.n_customers,
+        "n_customers": result.n_customers,
+        "fraction": result.fraction,
+        "fraction_ci": _ci(result.n_customers, result.n_samples),
+        "members": [str(i) for i in ids[result.members]],
+        "features": names,
+        "eps_with_underperforming_clusters": [
+            {
+                "exponent": c.exponent,
+                "eps": c.eps,
+                "n_clusters": c.n_clusters,
+                "underperforming_sizes": [int(m.size) for m in c.underperforming],
+                "fractions": list(c.fractions),
+            }
+            for c in result.clusters
+            if c.underperforming
+        ],
+        "n_eps": len(result.clusters),
+        "error_threshold": result.error_threshold,
+        "min_samples": result.min_samples,
+        "min_samples_sweep": [{"min_samples": int(m), "n_customers": int(c)} for m, c in sorted(sweep.items())],
+        "test": "permutation: errors shuffled across customers, same clusters, same ensemble",
+        "n_permutations": result.n_permutations,
+        "p_value": result.p_value,
+        "significant": result.significant,
+        "findings": [
+            {
+                "n_customers": int(f.members.size),
+                "description": describe_finding(f, names, categorical),
+                "n_eps": f.n_eps,
+                "consistency": f.consistency,
+                "exponent_range": list(f.exponent_range),
+                "feature_ranges": {name: list(r) for name, r in zip(names, f.feature_ranges, strict=True)},
+                "mean_error": f.mean_error,
+                "fraction_at_or_above": f.fraction_at_or_above,
+                "members": [str(i) for i in ids[f.members]],
+            }
+            for f in result.findings
+        ],
+    }
+    if result.null_counts is not None:
+        null = result.null_counts
+        part["null"] = {
+            "mean_customers": float(null.mean()),
+            "p95_customers": float(np.percentile(null, 95)),
+            "max_customers": int(null.max()),
+            "shuffles_flagging_any": _rate(int(np.count_nonzero(null > 0)), null.size),
+        }
+    return part
+
+
+def _bands_json(bands) -> dict:
+    return {
+        "kind": bands.kind,
+        "bands": [
+            {
+                "label": b.label,
+                "low": b.low,
+                "high": b.high,
+                "n": b.n,
+                "mean_error": b.mean,
+                "ci_low": b.ci_low,
+                "ci_high": b.ci_high,
+                "small": b.small,
+                "reaches_threshold": b.label in bands.above_threshold,
+            }
+            for b in bands.bands
+        ],
+        "gap": bands.gap,
+        "gap_ci": list(bands.gap_ci),
+        "gap_p_value": bands.gap_p_value,
+        "gap_significant": bands.gap_significant,
+        "gap_severity": bands.gap_severity.level,
+        "gap_severity_ratio": bands.gap_severity.ratio,
+        "worst_band": bands.worst_band,
+        "best_band": bands.best_band,
+        "worse_end": bands.worse_end,
+        "bands_reaching_threshold": list(bands.above_threshold),
+        "test": bands.method,
+        "confidence": 1 - bands.alpha,
+    }
+
+
+def _verdict_json(verdict) -> dict:
+    return {
+        "significant": verdict.significant,
+        "p_value": verdict.p_value,
+        "level": verdict.level,
+        "driver": verdict.driver,
+        "worst_band": verdict.worst_band,
+        "worse_end": verdict.worse_end,
+        "rule": "significant: slope t-test or band-gap test, Holm-adjusted over the two",
+    }
 
 
 def _categorical_json(result, options: ReportOptions) -> dict:
@@ -137,6 +300,9 @@ def _categorical_json(result, options: ReportOptions) -> dict:
     return {
         "column": options.gender,
         "test": "two-sample Kolmogorov-Smirnov",
+        "correction": result.correction,
+        "n_pairs": result.n_pairs,
+        "p_value_adjusted": result.p_value_adjusted,
         "statistic": result.statistic,
         "p_value": result.p_value,
         "significant": result.significant,
@@ -153,6 +319,7 @@ def _categorical_json(result, options: ReportOptions) -> dict:
                 "lower_error_group": str(p.lower_error_group),
                 "statistic": p.statistic,
                 "p_value": p.p_value,
+                "p_value_adjusted": p.p_value_adjusted,
                 "significant": p.significant,
                 "score": p.score,
             }
@@ -183,37 +350,121 @@ def _continuous_json(result, column: str, options: ReportOptions) -> dict:
 def _summary(report: dict, options: ReportOptions) -> list[str]:
     lines = []
     unit_threshold = f"the error threshold {options.threshold:g}"
-    for key, label in (
-        ("gender", "Gender"),
-        ("body_shape", "Body shape"),
-        ("skin_tone", "Skin tone"),
-    ):
-        part = report[key]
-        if part is None:
-            continue
+    part = report["gender"]
+    if part is not None:
+        tested = "" if part["n_pairs"] == 1 else f", {part['correction']}, adjusted p = {part['p_value_adjusted']:.3g}"
         if part["significant"]:
             lines.append(
-                f"{label} unfairness is significant (p = {part['p_value']:.3g} < "
-                f"{options.alpha:g}); score {part['score']:.3g} is {part['severity']} "
-                f"({part['severity_ratio']:.0%} of {unit_threshold})."
+                f"Gender unfairness is significant (KS p = {part['p_value']:.3g}{tested} < "
+                f"{options.alpha:g}); score {part['score']:.3g} ({part['higher_error_group']} worse than "
+                f"{part['lower_error_group']}) is {part['severity']} ({part['severity_ratio']:.0%} of {unit_threshold})."
             )
         else:
             lines.append(
-                f"{label} unfairness is not significant (p = {part['p_value']:.3g} >= "
+                f"Gender unfairness is not significant (KS p = {part['p_value']:.3g}{tested} >= "
                 f"{options.alpha:g}); the score {part['score']:.3g} would be "
                 f"{part['severity']} ({part['severity_ratio']:.0%} of {unit_threshold})."
             )
+    for key, label in (("body_shape", "Body shape"), ("skin_tone", "Skin tone")):
+        part = report[key]
+        if part is not None:
+            lines.extend(_continuous_summary(label, part, options))
     inter = report["intersectional"]
     if inter is not None:
-        if inter["n_customers"]:
-            lines.append(
-                f"Intersectional: {inter['n_customers']} customer(s) "
-                f"({inter['fraction']:.1%}) are in underperforming clusters "
-                f"({len(inter['eps_with_underperforming_clusters'])} of {inter['n_eps']} "
-                "DBSCAN runs found at least one)."
+        lines.extend(_intersectional_summary(inter, options))
+    check = report.get("label_uncertainty")
+    if check is not None:
+        low, high = check["fraction_same_ci"]
+        lines.append(
+            f"Label uncertainty: with each image's tone drawn within its labelers' range ({check['n_draws']} draws), "
+            f"the skin-tone conclusion ({check['conclusion']}) holds in {check['fraction_same']:.0%} of draws "
+            f"(95% CI {low:.0%} to {high:.0%}); "
+            + ("it survives the labelers' disagreement." if check["robust"] else "it does NOT survive reliably.")
+        )
+    return lines
+
+
+def _continuous_summary(label: str, part: dict, options: ReportOptions) -> list[str]:
+    bands, verdict = part["bands"], part["verdict"]
+    by_label = {b["label"]: b for b in bands["bands"]}
+    worst, best = by_label[bands["worst_band"]], by_label[bands["best_band"]]
+    word = "significant" if verdict["significant"] else "not significant"
+    head = (
+        f"{label} unfairness is {word} (slope t-test p {_p(part['p_value'])}, band-gap test p "
+        f"{_p(bands['gap_p_value'])}, Holm-adjusted p {_p(verdict['p_value'])}); "
+    )
+    fit = f"{part['score']:.3g}, {part['severity_ratio']:.0%} of the error threshold {options.threshold:g}"
+    if verdict["level"] == "negligible":
+        head += (
+            f"severity negligible: seed 000's P5-P95 score ({fit}), the largest band gap "
+            f"({bands['gap']:.3g}) and every band mean stay below the severity rule."
+        )
+    else:
+        because = {
+            "score": f"seed 000's P5-P95 score ({fit})",
+            "band gap": f"the gap between bands {bands['worst_band']} and {bands['best_band']}",
+            "band mean": f"band {bands['worst_band']}'s mean error reaching the threshold",
+        }[verdict["driver"]]
+        head += f"severity {verdict['level']}, set by {because}"
+        if verdict["driver"] != "score":
+            head += (
+                f"; seed 000's P5-P95 score alone would say {part['severity']} ({fit}): "
+                "a straight line spreads a step at one end over the whole scale"
             )
-        else:
-            lines.append("Intersectional: no underperforming cluster in any DBSCAN run.")
+        head += "."
+    gap_low, gap_high = bands["gap_ci"]
+    detail = (
+        f"{label} by band: mean error highest in {bands['worst_band']} ({worst['mean_error']:.3g}, "
+        f"95% CI {_fmt(worst['ci_low'])} to {_fmt(worst['ci_high'])}, n = {worst['n']}) and lowest in "
+        f"{bands['best_band']} ({best['mean_error']:.3g}); the gap {bands['gap']:.3g} (95% CI {gap_low:.3g} "
+        f"to {gap_high:.3g}) is {bands['gap_severity']} ({bands['gap_severity_ratio']:.0%} of the threshold); "
+        f"the {bands['worse_end']} end of the scale is worse."
+    )
+    if bands["bands_reaching_threshold"]:
+        detail += f" Mean error reaches the threshold in band(s) {', '.join(bands['bands_reaching_threshold'])}."
+    return [head, detail]
+
+
+def _p(value: float) -> str:
+    return "< 0.0001" if value < 1e-4 else f"= {value:.3g}"
+
+
+def _fmt(value) -> str:
+    return "undefined" if value is None else f"{value:.3g}"
+
+
+def _intersectional_summary(inter: dict, options: ReportOptions) -> list[str]:
+    low, high = inter["fraction_ci"]
+    counts = ", ".join(f"{s['min_samples']} -> {s['n_customers']}" for s in inter["min_samples_sweep"])
+    setting = (
+        f"DBSCAN min_samples = {inter['min_samples']} (not given by seed 000; flagged customers by "
+        f"min_samples: {counts}); cluster error threshold {inter['error_threshold']:g}."
+    )
+    if inter["p_value"] is None:
+        verdict = "no permutation null was run (--permutations 0), so this count has no null reference"
+    else:
+        null = inter["null"]
+        verdict = (
+            f"{'significant' if inter['significant'] else 'not significant'} against "
+            f"{inter['n_permutations']} shuffles of the errors (permutation p = {inter['p_value']:.3g}; shuffled "
+            f"data flag {null['mean_customers']:.0f} customers on average)"
+        )
+    if not inter["n_customers"]:
+        return [f"Intersectional: no underperforming cluster in any DBSCAN run; {verdict}. {setting}"]
+    lines = [
+        f"Intersectional: {inter['n_customers']} customer(s) ({inter['fraction']:.1%}, 95% CI {low:.1%} to "
+        f"{high:.1%}) are in underperforming clusters ({len(inter['eps_with_underperforming_clusters'])} of "
+        f"{inter['n_eps']} DBSCAN runs found at least one); {verdict}. {setting}"
+    ]
+    for finding in inter["findings"][:3]:
+        lo, hi = finding["exponent_range"]
+        lines.append(
+            f"Region: {finding['description']}: {finding['n_customers']} customers, flagged at "
+            f"{finding['n_eps']} of {inter['n_eps']} eps (log10 eps {lo:g} to {hi:g}), mean error "
+            f"{finding['mean_error']:.3g}."
+        )
+    if len(inter["findings"]) > 3:
+        lines.append(f"{len(inter['findings']) - 3} more region(s) in report.json.")
     return lines
 
 
