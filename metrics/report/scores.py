@@ -408,7 +408,7 @@ def _continuous_summary(label: str, part: dict, options: ReportOptions) -> list[
         head += f"severity {verdict['level']}, set by {because}"
         if verdict["driver"] != "score":
             head += (
-                f"; seed 000's P5-P95 score alone would say {part['severity']} ({fit}): "
+                f"; seed 000's P5-P95 score alone ({fit}) understates it: "
                 "a straight line spreads a step at one end over the whole scale"
             )
         head += "."
