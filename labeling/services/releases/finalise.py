@@ -9,28 +9,41 @@ change, a post-calibration relabel or a lead's correction). Which labels count f
 * a labeler counts at most once per image (their label of the latest of the chosen phases).
 
 Nothing here holds the project's labels at once: images are read in chunks of :data:`CHUNK_IMAGES`
-(by id), and each chunk's labels with ``values_list(...).iterator()`` over that id range.
+(by id); the labels, their revisions and the baselines are each one query ordered by image id, read
+through server-side cursors as the chunks advance (plain tuples, no model instances; JSON columns as their
+text, decoded once per distinct value by ``tables``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from django.db import connection
+from django.db.models import Q, TextField
+from django.db.models.functions import Cast
 
 from metrics.agreement import OUTLIER_DISTANCE
 from metrics.finalise import final_tones
 
 from ...models import Assignment, ImageBaseline, Label, LabelRevision, Phase, Project
-from ..baselines import baselines_current
+from ..baselines import (
+    BASELINE_CODE_VERSION,
+    baseline_parameters_effective,
+    baseline_parameters_hash,
+    baselines_current,
+)
 from .rules import CATEGORIES
 
-#: Images per chunk (their labels, revisions and baselines are read per chunk).
+#: Images per chunk (each chunk is one row group of the Parquet files: changing it changes their bytes).
 CHUNK_IMAGES = 2000
-#: Rows per round trip when a chunk's rows are streamed from the database.
+#: Rows per round trip when the project's images are streamed from the database.
 DB_CHUNK = 2000
+#: Rows per round trip when the labels, revisions and baselines are streamed from the database.
+STREAM_ROWS = 10000
 
 LABEL_FIELDS = (
     "id",
@@ -61,8 +74,14 @@ class Chunk:
     counted: np.ndarray  # bool per label
     final: dict[str, np.ndarray]
     categories: dict[str, np.ndarray]  # category -> bool per image
-    revisions: dict[int, dict[str, Any]] = field(default_factory=dict)  # label id -> current revision facts
-    baselines: dict[int, tuple] = field(default_factory=dict)  # image id -> current baseline row
+    # label id -> [current revision id, its tone order (JSON text), its client info (JSON text), corrected,
+    # the reason of the latest correction or None]
+    revisions: dict[int, list] = field(default_factory=dict)
+    baselines: dict[int, tuple] = field(default_factory=dict)  # image id -> current baseline row (flags: JSON text)
+    # LABEL_FIELDS as columns (tuples, one value per label), and as arrays: labeler ids, values (NaN: none).
+    label_columns: list[tuple] = field(default_factory=list)
+    label_labeler: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    label_value: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
 
 @dataclass
@@ -189,21 +208,85 @@ def excluded_reasons(chunk: Chunk, include: dict[str, bool]) -> list[str]:
     return [";".join(name for name, flags in excluded if flags[i]) for i in range(len(chunk.images))]
 
 
-def _revisions(phase_ids: list[int], lo: int, hi: int) -> dict[int, dict[str, Any]]:
-    """Per label of the image id range: its current revision's id, tone order and display, and its corrections."""
-    out: dict[int, dict[str, Any]] = {}
+class _Stream:
+    """Rows ordered by image id (at ``key``), read through a server-side cursor and handed out chunk by chunk."""
+
+    def __init__(self, rows: Iterator[tuple], key: int) -> None:
+        self._rows = rows
+        self._key = key
+        self._next = next(rows, None)
+
+    def until(self, hi: int) -> list[tuple]:
+        """The rows up to image id ``hi`` (included)."""
+        out = []
+        row, key, rows = self._next, self._key, self._rows
+        while row is not None and row[key] <= hi:
+            out.append(row)
+            row = next(rows, None)
+        self._next = row
+        return out
+
+
+@contextmanager
+def _whole_result_plans() -> Iterator[None]:
+    """PostgreSQL plans a server-side cursor for its first rows (``cursor_tuple_fraction`` 0.1: index lookups
+    per row); the streams are read to the end, so their cursors are declared planning for every row (one
+    sort), then the setting is restored."""
+    if connection.vendor != "postgresql":
+        yield
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW cursor_tuple_fraction")
+        (previous,) = cursor.fetchone()
+        cursor.execute("SET cursor_tuple_fraction = 1.0")
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT set_config('cursor_tuple_fraction', %s, false)", [previous])
+
+
+def _label_stream(phase_ids: list[int]) -> _Stream:
+    """Every label of the phases, by (image id, label id): one query for the release, streamed."""
     rows = (
-        LabelRevision.objects.filter(label__phase_id__in=phase_ids, label__image_id__gte=lo, label__image_id__lte=hi)
-        .order_by("label_id", "number")
-        .values_list("label_id", "id", "source", "reason", "tone_order", "client_info")
-        .iterator(chunk_size=DB_CHUNK)
+        Label.objects.filter(phase_id__in=phase_ids)
+        .order_by("image_id", "id")
+        .values_list(*LABEL_FIELDS)
+        .iterator(chunk_size=STREAM_ROWS)
     )
-    for label_id, revision_id, source, reason, tone_order, client_info in rows:
-        facts = out.setdefault(label_id, {"corrected": False, "correction_reason": None})
-        facts.update(revision_id=revision_id, tone_order=tone_order or [], client_info=client_info or {})
-        if source == LabelRevision.Source.CORRECTION:
-            facts["corrected"] = True
-            facts["correction_reason"] = reason
+    return _Stream(rows, 1)
+
+
+def _revision_stream(phase_ids: list[int]) -> _Stream:
+    """Every revision of the phases' labels, by (image id, label id, number), JSON as its text: one query."""
+    rows = (
+        LabelRevision.objects.filter(label__phase_id__in=phase_ids)
+        .order_by("label__image_id", "label_id", "number")
+        .annotate(
+            tone_order_text=Cast("tone_order", TextField()),
+            client_info_text=Cast("client_info", TextField()),
+            is_correction=Q(source=LabelRevision.Source.CORRECTION),
+        )
+        .values_list(
+            "label_id", "label__image_id", "id", "tone_order_text", "client_info_text", "is_correction", "reason"
+        )
+        .iterator(chunk_size=STREAM_ROWS)
+    )
+    return _Stream(rows, 1)
+
+
+def _revisions(rows: list[tuple]) -> dict[int, list]:
+    """Per label: its current revision's id, tone order and display (as JSON text), and its corrections
+    (whether any, the latest one's reason); ``rows`` by label and number."""
+    out: dict[int, list] = {}
+    for label_id, _image_id, revision_id, tone_order, client_info, is_correction, reason in rows:
+        facts = out.get(label_id)
+        if facts is None:
+            facts = out[label_id] = [revision_id, tone_order, client_info, False, None]
+        else:
+            facts[0], facts[1], facts[2] = revision_id, tone_order, client_info
+        if is_correction:
+            facts[3], facts[4] = True, reason
     return out
 
 
@@ -219,14 +302,27 @@ BASELINE_FIELDS = (
 )
 
 
-def _baselines(project: Project, lo: int, hi: int) -> dict[int, tuple]:
+def _baseline_stream(project: Project) -> _Stream:
+    """The project's current baselines by image id (flags as JSON text): one query for the release, streamed."""
     rows = (
-        baselines_current(project)
-        .filter(image_id__gte=lo, image_id__lte=hi)
+        ImageBaseline.objects.filter(
+            image__project=project,
+            parameters_hash=baseline_parameters_hash(baseline_parameters_effective(project)),
+            code_version=BASELINE_CODE_VERSION,
+        )
         .order_by("image_id", "id")
-        .values_list(*BASELINE_FIELDS)
+        .annotate(flags_text=Cast("flags", TextField()))
+        .values_list(*(("flags_text" if name == "flags" else name) for name in BASELINE_FIELDS))
+        .iterator(chunk_size=STREAM_ROWS)
     )
-    return {row[0]: row for row in rows}
+    return _Stream(rows, 0)
+
+
+def _positions(column: tuple) -> np.ndarray:
+    """Tone positions as int64, 0 for none (None or 0)."""
+    if not column:
+        return np.zeros(0, dtype=np.int64)
+    return np.array([0 if t is None else t for t in column], dtype=np.int64)
 
 
 def release_chunks(
@@ -243,26 +339,29 @@ def release_chunks(
     """
     context = context or context_load(project, rule)
     phase_ids = sorted(context.phase_kind)
+    # The labels and revisions are each one query ordered by image id, read as the chunks of images advance
+    # (one sort in the database instead of an index lookup per label).
+    with _whole_result_plans():
+        label_stream = _label_stream(phase_ids)
+        revision_stream = _revision_stream(phase_ids) if details else None
+        baseline_stream = _baseline_stream(project) if details else None
     for images in _image_chunks(project, chunk_images or CHUNK_IMAGES):
         image_ids = np.array([row[0] for row in images], dtype=np.int64)
-        lo, hi = int(image_ids[0]), int(image_ids[-1])
-        labels = list(
-            Label.objects.filter(phase_id__in=phase_ids, image_id__gte=lo, image_id__lte=hi)
-            .order_by("image_id", "id")
-            .values_list(*LABEL_FIELDS)
-            .iterator(chunk_size=DB_CHUNK)
-        )
-        label_image = np.searchsorted(image_ids, np.array([row[1] for row in labels], dtype=np.int64))
-        labeler = np.array([row[3] for row in labels], dtype=np.int64)
-        rank = np.array([context.phase_rank[row[2]] for row in labels], dtype=np.int64)
-        is_repeat = np.array([row[4] for row in labels], dtype=bool)
+        hi = int(image_ids[-1])
+        labels = label_stream.until(hi)
+        columns = list(zip(*labels)) if labels else [()] * len(LABEL_FIELDS)
+        label_image = np.searchsorted(image_ids, np.array(columns[1], dtype=np.int64))
+        labeler = np.array(columns[3], dtype=np.int64)
+        rank = np.array([context.phase_rank[phase_id] for phase_id in columns[2]], dtype=np.int64)
+        is_repeat = np.array(columns[4], dtype=bool)
+        values = np.array(columns[7], dtype=np.float64)  # None -> NaN
         counted = counted_labels(label_image, labeler, rank, is_repeat, len(images), context.rule["phases"])
         used = np.flatnonzero(counted)
         final = final_tones(
             label_image[used],
-            np.array([labels[i][5] or 0 for i in used], dtype=np.int64),
-            np.array([labels[i][6] or 0 for i in used], dtype=np.int64),
-            np.array([labels[i][8] for i in used], dtype=bool),
+            _positions(columns[5])[used],
+            _positions(columns[6])[used],
+            np.array(columns[8], dtype=bool)[used],
             n_images=len(images),
             aggregation=context.rule["aggregation"],
             tie=context.rule["tie"],
@@ -277,19 +376,16 @@ def release_chunks(
             categories=_categories(
                 final,
                 image_ids,
-                outlier_images(
-                    label_image,
-                    rank,
-                    np.array([np.nan if row[7] is None else row[7] for row in labels], dtype=np.float64),
-                    is_repeat,
-                    len(images),
-                ),
+                outlier_images(label_image, rank, values, is_repeat, len(images)),
                 context,
             ),
+            label_columns=columns,
+            label_labeler=labeler,
+            label_value=values,
         )
         if details:
-            chunk.revisions = _revisions(phase_ids, lo, hi)
-            chunk.baselines = _baselines(project, lo, hi)
+            chunk.revisions = _revisions(revision_stream.until(hi))
+            chunk.baselines = {row[0]: row for row in baseline_stream.until(hi)}
         yield chunk
 
 

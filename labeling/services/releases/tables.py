@@ -8,6 +8,7 @@ numbers is float64, any other is text; a key that clashes with a fixed column ge
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections import defaultdict
@@ -210,7 +211,7 @@ def image_table(
     columns["ita_class"] = [c or None for c in baseline("ita_class")]
     columns["apparent_albedo"] = baseline("albedo")
     columns["apparent_albedo_normalized"] = baseline("albedo_normalized")
-    columns["baseline_flags"] = [list(b[fields["flags"]] or []) if b is not None else None for b in baselines]
+    columns["baseline_flags"] = [list(_json(b[fields["flags"]]) or []) if b is not None else None for b in baselines]
     columns["baseline_parameters_hash"] = [b[fields["parameters_hash"]] if b is not None else None for b in baselines]
     reasons = excluded_reasons(chunk, context.rule["include"])
     columns["excluded"] = [bool(r) for r in reasons]
@@ -221,6 +222,65 @@ def image_table(
 # --------------------------------------------------------------------------- labels
 
 
+@functools.lru_cache(maxsize=4096)
+def _json(text: str | None) -> Any:
+    """A JSON column read as text, decoded once per distinct text (do not change the result: it is shared)."""
+    return json.loads(text) if text is not None else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _tone_order(text: str | None) -> tuple | None:
+    """A revision's tone order from its JSON text (None: none recorded); one decoding per distinct text."""
+    value = json.loads(text) if text is not None else None
+    return tuple(value) if value else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _display(text: str | None) -> str | None:
+    """A revision's client info from its JSON text as canonical compact JSON (None: none recorded)."""
+    value = json.loads(text) if text is not None else None
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":")) if value else None
+
+
+def _list_array(offsets: np.ndarray, values: pa.Array) -> pa.Array:
+    return pa.ListArray.from_arrays(pa.array(offsets, type=pa.int32()), values)
+
+
+def _tones(low: tuple, high: tuple, tone_names: dict[int, str]) -> tuple[pa.Array, pa.Array]:
+    """The ``tones`` and ``tone_names`` columns: per label its tone positions (low, then high; None left out)."""
+    n = len(low)
+    both = np.zeros((n, 2), dtype=np.int64)
+    present = np.zeros((n, 2), dtype=bool)
+    for k, column in enumerate((low, high)):
+        array = np.array(column, dtype=np.float64)  # None -> NaN
+        present[:, k] = ~np.isnan(array)
+        both[present[:, k], k] = array[present[:, k]].astype(np.int64)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(present.sum(axis=1), out=offsets[1:])
+    values = both[present]  # row by row, low before high
+    distinct, index = np.unique(values, return_inverse=True)
+    names = pa.array([tone_names.get(t, str(t)) for t in distinct.tolist()], type=pa.string())
+    return (
+        _list_array(offsets, pa.array(values, type=pa.int64())),
+        _list_array(offsets, names.take(pa.array(index.reshape(-1), type=pa.int64()))),
+    )
+
+
+def _shared_lists(rows: list[tuple], value_type: pa.DataType) -> pa.Array:
+    """A list column whose rows repeat a few distinct tuples: each distinct one converted once, then gathered."""
+    codes: dict[tuple, int] = {}
+    index = np.fromiter((codes.setdefault(row, len(codes)) for row in rows), dtype=np.int64, count=len(rows))
+    distinct = list(codes)
+    lengths = np.array([len(row) for row in distinct], dtype=np.int64)
+    flat = pa.array([value for row in distinct for value in row], type=value_type)
+    starts = np.cumsum(lengths) - lengths
+    row_lengths = lengths[index]
+    offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(row_lengths, out=offsets[1:])
+    gather = np.repeat(starts[index] - offsets[:-1], row_lengths) + np.arange(offsets[-1], dtype=np.int64)
+    return _list_array(offsets, flat.take(pa.array(gather, type=pa.int64())))
+
+
 def label_table(
     chunk: Chunk,
     context: Context,
@@ -228,37 +288,42 @@ def label_table(
     tone_names: dict[int, str],
     project_order: list[int],
 ) -> pa.Table:
-    """The chunk's rows of the labels table (every label of its images; ``counted`` says which were used)."""
-    columns: dict[str, list] = {name: [] for name in LABELS_SCHEMA.names}
-    counted = chunk.counted.tolist()
-    for i, row in enumerate(chunk.labels):
-        (label_id, image_id, phase_id, labeler_id, is_repeat, low, high, value, uncertain, skip_reason) = row[:10]
-        time_spent_ms, n_revisions = row[11], row[12]
-        facts = chunk.revisions.get(label_id, {})
-        tones = [t for t in (low, high) if t is not None]
-        client_info = facts.get("client_info") or {}
-        columns["label_id"].append(label_id)
-        columns["revision_id"].append(facts.get("revision_id"))
-        columns["image_id"].append(image_id)
-        columns["labeler"].append(pseudonyms.get(labeler_id))
-        columns["phase"].append(context.phase_kind[phase_id])
-        columns["tones"].append(tones)
-        columns["tone_names"].append([tone_names.get(t, str(t)) for t in tones])
-        columns["value"].append(value)
-        columns["valid"].append(value is not None)
-        columns["uncertain"].append(bool(uncertain))
-        columns["skipped"].append(bool(skip_reason))
-        columns["skip_reason"].append(skip_reason or None)
-        columns["time_spent_s"].append(time_spent_ms / 1000)
-        columns["n_revisions"].append(n_revisions)
-        columns["corrected"].append(bool(facts.get("corrected")))
-        columns["correction_reason"].append(facts.get("correction_reason"))
-        columns["is_repeat"].append(bool(is_repeat))
-        columns["counted"].append(counted[i])
-        columns["tone_order"].append(list(facts.get("tone_order") or project_order))
-        columns["display"].append(
-            json.dumps(client_info, sort_keys=True, ensure_ascii=False, separators=(",", ":")) if client_info else None
-        )
+    """The chunk's rows of the labels table (every label of its images; ``counted`` says which were used).
+
+    Built column by column (no Python object per cell but the few a column needs); JSON texts are decoded
+    once per distinct text."""
+    n = len(chunk.labels)
+    (label_id, image_id, phase_id, labeler_id, is_repeat, low, high, value, uncertain, skip_reason) = (
+        chunk.label_columns[:10] if n else [()] * 10
+    )
+    time_spent_ms, n_revisions = chunk.label_columns[11:13] if n else ((), ())
+    no_facts = (None, None, None, False, None)
+    facts = [chunk.revisions.get(i, no_facts) for i in label_id]
+    order = tuple(project_order)
+    tones, names = _tones(low, high, tone_names)
+    phase_kind = context.phase_kind
+    columns = {
+        "label_id": pa.array(label_id, type=pa.int64()),
+        "revision_id": pa.array([f[0] for f in facts], type=pa.int64()),
+        "image_id": pa.array(image_id, type=pa.int64()),
+        "labeler": pa.array([pseudonyms.get(i) for i in labeler_id], type=pa.string()),
+        "phase": pa.array([phase_kind[i] for i in phase_id], type=pa.string()),
+        "tones": tones,
+        "tone_names": names,
+        "value": pa.array(value, type=pa.float64()),
+        "valid": pa.array([v is not None for v in value], type=pa.bool_()),
+        "uncertain": pa.array(np.array(uncertain, dtype=bool), type=pa.bool_()),
+        "skipped": pa.array([bool(r) for r in skip_reason], type=pa.bool_()),
+        "skip_reason": pa.array([r or None for r in skip_reason], type=pa.string()),
+        "time_spent_s": pa.array(np.array(time_spent_ms, dtype=np.int64) / 1000, type=pa.float64()),
+        "n_revisions": pa.array(n_revisions, type=pa.int64()),
+        "corrected": pa.array([f[3] for f in facts], type=pa.bool_()),
+        "correction_reason": pa.array([f[4] for f in facts], type=pa.string()),
+        "is_repeat": pa.array(np.array(is_repeat, dtype=bool), type=pa.bool_()),
+        "counted": pa.array(chunk.counted, type=pa.bool_()),
+        "tone_order": _shared_lists([_tone_order(f[1]) or order for f in facts], pa.int64()),
+        "display": pa.array([_display(f[2]) for f in facts], type=pa.string()),
+    }
     return pa.table(columns, schema=LABELS_SCHEMA)
 
 
@@ -277,8 +342,7 @@ class LabelerTally:
         self._value: list[np.ndarray] = []
 
     def add(self, chunk: Chunk) -> None:
-        labeler = np.array([row[3] for row in chunk.labels], dtype=np.int64)
-        value = np.array([np.nan if row[7] is None else row[7] for row in chunk.labels], dtype=np.float64)
+        labeler, value = chunk.label_labeler, chunk.label_value
         for labeler_id, n in zip(*np.unique(labeler, return_counts=True), strict=True):
             self.n_labels[int(labeler_id)] += int(n)
         for labeler_id, n in zip(*np.unique(labeler[chunk.counted], return_counts=True), strict=True):
