@@ -383,6 +383,25 @@ def test_release_files_name_labelers_by_pseudonym_only(study, lead, media):
         assert not any(needle in blob for blob in blobs), secret
     labelers = read_csv(root / "labelers.csv")
     assert [r["labeler"] for r in labelers] == ["L1", "L2", "L3", "L4"]
+    assert {r["profile_shared"] for r in labelers} == {"false"} and {r["gender"] for r in labelers} == {""}
+
+
+def test_profile_fields_appear_only_for_labelers_who_agreed_to_share_them(study, lead, media):
+    first, second = study["team"][:2]
+    for member, shared in ((first, True), (second, False)):
+        member.gender, member.region_of_upbringing, member.expertise = "woman", "West Africa", "nurse"
+        member.share_profile = shared
+        member.save()
+    release = make_release(study["project"], lead)
+    rows = {r["labeler"]: r for r in pq.read_table(svc.release_dir(release) / "labelers.parquet").to_pylist()}
+    assert rows["L1"]["profile_shared"] is True
+    assert (rows["L1"]["gender"], rows["L1"]["region_of_upbringing"], rows["L1"]["expertise"]) == (
+        "woman",
+        "West Africa",
+        "nurse",
+    )
+    assert rows["L2"]["profile_shared"] is False
+    assert (rows["L2"]["gender"], rows["L2"]["region_of_upbringing"], rows["L2"]["expertise"]) == (None, None, None)
 
 
 def test_the_same_release_written_twice_is_byte_identical(study, lead, media, tmp_path):

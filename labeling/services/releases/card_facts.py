@@ -131,6 +131,7 @@ FIELD_MEANINGS: dict[str, dict[str, str]] = {
         "retest_within_one": "Share of those within one tone of each other.",
         "retest_weighted_kappa": "Quadratic-weighted kappa between the two rounds.",
         "retest_mean_shift": "Mean of (calibration 2 - calibration 1): + = drifted deeper.",
+        "profile_shared": "Whether the labeler agreed to share the profile fields below (empty otherwise).",
         "expertise": "Shared profile field: the labeler's expertise, as the labeler gave it.",
         "region_of_upbringing": "Shared profile field: region of upbringing (it changes labels systematically).",
         "gender": "Shared profile field: gender, as the labeler gave it.",

@@ -101,8 +101,14 @@ LABELERS_SCHEMA = pa.schema(
         ("retest_within_one", pa.float64()),
         ("retest_weighted_kappa", pa.float64()),
         ("retest_mean_shift", pa.float64()),
+        ("profile_shared", pa.bool_()),
+        ("expertise", pa.string()),
+        ("region_of_upbringing", pa.string()),
+        ("gender", pa.string()),
     ]
 )
+#: Profile fields written next to a pseudonym only when the labeler agreed (``Membership.share_profile``).
+PROFILE_COLUMNS = ("expertise", "region_of_upbringing", "gender")
 
 
 # --------------------------------------------------------------------------- subject attributes
@@ -365,6 +371,10 @@ class LabelerTally:
             reliability[np.searchsorted(counted_ids, labeler), image] = value
             bias = agreement.labeler_bias(reliability, labelers=counted_ids)
         retest = {row["labeler"]: row for row in test_retest_compute(project)["per_labeler"]}
+        profiles = {
+            row[0]: row[1:]
+            for row in project.memberships.filter(id__in=ids).values_list("id", "share_profile", *PROFILE_COLUMNS)
+        }
         rows: dict[str, list] = {name: [] for name in LABELERS_SCHEMA.names}
         for labeler_id in ids:
             images = int(np.unique(image[labeler == labeler_id]).size)
@@ -381,6 +391,10 @@ class LabelerTally:
             rows["retest_n"].append(block["n"] if block else None)
             for name in ("exact", "within_one", "weighted_kappa", "mean_shift"):
                 rows[f"retest_{name}"].append(block[name]["value"] if block else None)
+            shared, *profile = profiles.get(labeler_id, (False, "", "", ""))
+            rows["profile_shared"].append(bool(shared))
+            for column, text in zip(PROFILE_COLUMNS, profile, strict=True):
+                rows[column].append((text or None) if shared else None)
         return pa.table(rows, schema=LABELERS_SCHEMA)
 
 
