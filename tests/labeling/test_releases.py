@@ -646,3 +646,19 @@ def test_release_pages_make_follow_and_cancel_a_release(study, lead, media, clie
     assert client.post(f"/projects/{project.pk}/releases/{queued.version}/cancel/").status_code == 302
     queued.refresh_from_db()
     assert queued.status == "cancelled"
+
+
+def test_baseline_correlations_from_arrays_equal_the_baselines_page_comparison(study):
+    project = study["project"]
+    for k, baseline in enumerate(ImageBaseline.objects.filter(image__project=project).order_by("image_id")):
+        baseline.ita_median = 60.0 - 4.5 * k + (k % 3)
+        baseline.albedo = None if k == 2 else 0.5 - 0.03 * k
+        baseline.albedo_normalized = 0.6 - 0.02 * (k % 5)
+        baseline.flags = ["small_skin_area"] if k == 4 else []
+        baseline.save()
+    expected = baseline_services.baseline_comparison(project=project)
+    got = baseline_services.baseline_correlations(project=project)
+    assert got["correlations"] == expected["correlations"]
+    assert got["correlations"]["ita"]["rho"] is not None and got["correlations"]["apparent_albedo"]["n"] == 7
+    assert got["n_points"] == len(expected["points"]) == 8
+    assert got["n_flagged"] == sum(1 for p in expected["points"] if p["flags"]) == 1

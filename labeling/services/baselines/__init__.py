@@ -29,6 +29,7 @@ from .comparison import (
     COMPARISON_MEASURES,
     DISAGREEMENT_LIMIT,
     baseline_comparison,
+    baseline_correlations,
     baseline_summary,
 )
 from .measure import OVERLAY_MAX_SIDE
@@ -78,6 +79,7 @@ __all__ = [
     "OVERLAY_MAX_SIDE",
     "PARAMETER_SPECS",
     "baseline_comparison",
+    "baseline_correlations",
     "baseline_compute",
     "baseline_image_ensure",
     "baseline_parameters_effective",

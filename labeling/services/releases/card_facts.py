@@ -23,7 +23,7 @@ from django.db.models import Count
 from metrics.intervals import wilson_interval
 
 from ...models import Assignment, Image, Label, LabelRevision, Membership, Phase, Project, Reflection, Subject
-from ..baselines import FLAG_NAMES, baseline_comparison, baseline_summary
+from ..baselines import FLAG_NAMES, baseline_correlations, baseline_summary
 from ..consensus import MIN_IMAGES, UNDER_REPRESENTED, phase_summary, phase_summary_refresh, test_retest_compute
 from ..consensus.numbers import json_clean, too_little
 from .rules import CARD_FIELDS, CATEGORIES
@@ -619,7 +619,7 @@ def _correlation(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def _labels_vs_ita(project: Project) -> dict[str, Any]:
-    comparison = baseline_comparison(project=project)
+    comparison = baseline_correlations(project=project)
     summary = baseline_summary(project)
     return {
         "label_definition": comparison["label_definition"] + " (all phases)",
@@ -627,7 +627,7 @@ def _labels_vs_ita(project: Project) -> dict[str, Any]:
         "method": "Spearman's rank correlation with a bootstrap interval over images",
         "parameters_hash": comparison["parameters_hash"],
         "code_version": comparison["code_version"],
-        "n_flagged": sum(1 for p in comparison["points"] if p["flags"]),
+        "n_flagged": comparison["n_flagged"],
         "ita": _correlation(comparison["correlations"]["ita"]),
         "apparent_albedo": _correlation(comparison["correlations"]["apparent_albedo"]),
         "apparent_albedo_normalized": _correlation(comparison["correlations"]["apparent_albedo_normalized"]),
