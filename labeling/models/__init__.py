@@ -10,7 +10,7 @@
 """
 
 from .images import Image, ImportBatch, ImportItem, Subject
-from .jobs import EvaluationRun, ImageBaseline, Job
+from .jobs import EvaluationGate, EvaluationRun, ImageBaseline, Job
 from .labels import Label, LabelRevision, Reflection
 from .phases import Assignment, Phase, PhaseImage, PhaseParticipant
 from .projects import Membership, Project, ToneExample
@@ -19,6 +19,7 @@ from .scales import Scale, Tone
 
 __all__ = [
     "Assignment",
+    "EvaluationGate",
     "EvaluationRun",
     "Image",
     "ImageBaseline",

@@ -78,14 +78,56 @@ class ImageBaseline(models.Model):
 
 
 class EvaluationRun(models.Model):
-    """A model's per-sample results scored for fairness by the metrics module."""
+    """A model's per-sample results joined with a release and scored for fairness by the metrics module.
+
+    The uploaded results file is kept as uploaded; ``join`` records how it matched the release
+    (matched, unknown, missing, duplicates) and ``report`` holds the metrics report (the same
+    JSON as ``python -m metrics report`` writes). Its figures live under ``MEDIA_ROOT/evaluations/<id>/``.
+    """
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
 
     project = models.ForeignKey(Project, related_name="evaluations", on_delete=models.CASCADE)
+    release = models.ForeignKey(
+        "labeling.Release", null=True, blank=True, related_name="evaluations", on_delete=models.PROTECT
+    )
     name = models.CharField(max_length=200)
     model_name = models.CharField(max_length=200, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     predictions = models.FileField(upload_to="evaluations/", max_length=300)
     options = models.JSONField(default=dict, blank=True)
+    join = models.JSONField(default=dict, blank=True)
     report = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
     job = models.ForeignKey(Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"Evaluation {self.name} ({self.status})"
+
+
+class EvaluationGate(models.Model):
+    """A project's rule for CI: an evaluation run passes or fails it (``metrics.gate`` decides)."""
+
+    project = models.ForeignKey(Project, related_name="evaluation_gates", on_delete=models.CASCADE)
+    name = models.CharField(max_length=200)
+    # The arguments of metrics.gate: {"fail_on_significant": true, "max_score": {...}, ...}.
+    rules = models.JSONField(default=dict)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+        constraints = [models.UniqueConstraint(fields=["project", "name"], name="unique_gate_name")]
+
+    def __str__(self) -> str:
+        return self.name
