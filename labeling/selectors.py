@@ -166,6 +166,27 @@ def labeler_history(*, phase: Phase, labeler: Membership) -> list[dict]:
     return history
 
 
+def labeler_own_answers(label_ids) -> dict[int, dict[str, Any]]:
+    """Per label: the labeler's own latest answer and how many they gave (``labels.OWN_SOURCES``).
+
+    What a labeler is shown as theirs: never a lead's correction (nor that there was one), whatever the
+    label's current answer is (``labels.revision_counts``). One query.
+    """
+    from .models import LabelRevision
+    from .services.labels import OWN_SOURCES
+
+    answers: dict[int, dict[str, Any]] = {}
+    revisions = (
+        LabelRevision.objects.filter(label_id__in=list(label_ids), source__in=OWN_SOURCES)
+        .order_by("label_id", "number")
+        .values("label_id", "tone_low", "tone_high", "value", "uncertain", "skip_reason", "created_at")
+    )
+    for row in revisions:
+        previous = answers.get(row["label_id"])
+        answers[row["label_id"]] = {**row, "n_revisions": (previous["n_revisions"] if previous else 0) + 1}
+    return answers
+
+
 def labeler_phases(user) -> QuerySet[Phase]:
     return (
         Phase.objects.filter(assignments__labeler__user=user, assignments__labeler__is_active=True)

@@ -11,7 +11,9 @@ class Label(models.Model):
     """One labeler's answer for one image in one phase.
 
     The answer itself lives in append-only ``LabelRevision`` rows; the fields here
-    mirror the latest revision so that consensus aggregates are one query.
+    mirror the revision that counts so that consensus aggregates are one query: the latest,
+    except that a labeler's own change never replaces a lead's correction
+    (``labeling.services.labels.revision_counts``). The labeler sees only their own answers.
     """
 
     phase = models.ForeignKey(Phase, related_name="labels", on_delete=models.CASCADE)
@@ -23,7 +25,7 @@ class Label(models.Model):
     # A calibration-2 label of a repeated calibration-1 image: used for
     # test-retest, kept out of between-labeler statistics.
     is_repeat = models.BooleanField(default=False)
-    # Mirror of the latest revision.
+    # Mirror of the revision that counts.
     tone_low = models.PositiveSmallIntegerField(null=True, blank=True)
     tone_high = models.PositiveSmallIntegerField(null=True, blank=True)
     value = models.FloatField(null=True, blank=True)

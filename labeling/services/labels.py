@@ -126,13 +126,34 @@ def _clean_tone_order(order, n_tones: int) -> list[int]:
     return order
 
 
-def _apply_revision(label: Label, revision: LabelRevision) -> None:
-    label.tone_low = revision.tone_low
-    label.tone_high = revision.tone_high
-    label.value = revision.value
-    label.uncertain = revision.uncertain
-    label.skip_reason = revision.skip_reason
-    label.is_valid = revision.tone_high is None or revision.tone_high == (revision.tone_low or 0) + 1
+#: The labeler's own line of history: what they answered (and see as theirs). A correction is the lead's.
+OWN_SOURCES = (
+    LabelRevision.Source.LABELER,
+    LabelRevision.Source.CHANGE,
+    LabelRevision.Source.RELABEL,
+    LabelRevision.Source.IMPORT,
+)
+
+
+def revision_counts(*, source: str, corrected: bool) -> bool:
+    """Whether a new revision becomes the label's current answer (the one consensus and releases use).
+
+    The rule: revisions count in order, except that once a lead has corrected a label, the labeler's
+    own later changes (``labeler``/``change``) are kept in their line of history but do not replace the
+    correction. A later correction, or the answer to a relabel the lead asked for, counts as usual.
+    ``corrected``: the label already has a correction.
+    """
+    return not (corrected and source in (LabelRevision.Source.LABELER, LabelRevision.Source.CHANGE))
+
+
+def _apply_revision(label: Label, revision: LabelRevision, *, counts: bool = True) -> None:
+    if counts:
+        label.tone_low = revision.tone_low
+        label.tone_high = revision.tone_high
+        label.value = revision.value
+        label.uncertain = revision.uncertain
+        label.skip_reason = revision.skip_reason
+        label.is_valid = revision.tone_high is None or revision.tone_high == (revision.tone_low or 0) + 1
     label.n_revisions = revision.number
     label.time_spent_ms = (label.time_spent_ms or 0) + revision.time_spent_ms
     label.save()
@@ -275,7 +296,8 @@ def label_submit(
                 reason=reason,
             )
             if number > 1:
-                _apply_revision(label, revision)
+                corrected = label.revisions.filter(source=LabelRevision.Source.CORRECTION).exists()
+                _apply_revision(label, revision, counts=revision_counts(source=source, corrected=corrected))
             if assignment.done_at is None:
                 Assignment.objects.filter(pk=assignment.pk).update(done_at=timezone.now())
     except IntegrityError:

@@ -42,17 +42,31 @@ def _queue_payload(phase: Phase, m: Membership) -> dict:
     }
 
 
-def _label_payload(label) -> dict:
+def _own_label_payload(label, own: dict) -> dict:
+    """A label as its labeler sees it: their own latest answer (``selectors.labeler_own_answers``),
+    never a lead's correction. The same fields as ``MyLabelSerializer``."""
     return {
         "id": label.id,
         "image": label.image_id,
-        "tones": [t for t in (label.tone_low, label.tone_high) if t is not None],
-        "value": label.value,
-        "uncertain": label.uncertain,
-        "skip_reason": label.skip_reason,
-        "n_revisions": label.n_revisions,
-        "updated_at": label.updated_at,
+        "tones": [t for t in (own["tone_low"], own["tone_high"]) if t is not None],
+        "value": own["value"],
+        "uncertain": own["uncertain"],
+        "skip_reason": own["skip_reason"],
+        "n_revisions": own["n_revisions"],
+        "updated_at": own["created_at"],
     }
+
+
+def _submitted_payload(revision) -> dict:
+    """The label as its labeler sees it right after a submit: the answer just stored (or replayed)."""
+    own = {f: getattr(revision, f) for f in ("tone_low", "tone_high", "value", "uncertain", "skip_reason")}
+    # A first answer is its own first revision (the hot path: no query); otherwise count the labeler's own.
+    if revision.number == 1:
+        own["n_revisions"] = 1
+    else:
+        own["n_revisions"] = selectors.labeler_own_answers([revision.label_id])[revision.label_id]["n_revisions"]
+    own["created_at"] = revision.created_at
+    return _own_label_payload(revision.label, own)
 
 
 class PhaseViewSet(viewsets.GenericViewSet, mixins.RetrieveModelMixin):
@@ -153,10 +167,11 @@ class PhaseViewSet(viewsets.GenericViewSet, mixins.RetrieveModelMixin):
         phase, m = self._labeler()
         if request.method == "GET":
             history = selectors.labeler_history(phase=phase, labeler=m)
+            own = selectors.labeler_own_answers([h["label"].id for h in history])
             return Response(
                 [
                     {
-                        **s.MyLabelSerializer(h["label"]).data,
+                        **_own_label_payload(h["label"], own[h["label"].id]),
                         "position": h["assignment"].position,
                         "display_url": s.LabelerImageSerializer(h["assignment"].image).data["display_url"],
                     }
@@ -179,10 +194,12 @@ class PhaseViewSet(viewsets.GenericViewSet, mixins.RetrieveModelMixin):
             client_info=v.get("client_info"),
         )
         queue = _queue_payload(phase, m)
+        label = _submitted_payload(revision)
         return Response(
             {
-                "label": _label_payload(revision.label),
-                "revision": revision.number,
+                "label": label,
+                # The labeler's own revision number (a lead's corrections are not theirs to see).
+                "revision": label["n_revisions"],
                 "next": queue["current"],
                 "preload": queue["preload"],
             },

@@ -266,9 +266,17 @@ def _revision_stream(phase_ids: list[int]) -> _Stream:
             tone_order_text=Cast("tone_order", TextField()),
             client_info_text=Cast("client_info", TextField()),
             is_correction=Q(source=LabelRevision.Source.CORRECTION),
+            is_own_change=Q(source__in=[LabelRevision.Source.LABELER, LabelRevision.Source.CHANGE]),
         )
         .values_list(
-            "label_id", "label__image_id", "id", "tone_order_text", "client_info_text", "is_correction", "reason"
+            "label_id",
+            "label__image_id",
+            "id",
+            "tone_order_text",
+            "client_info_text",
+            "is_correction",
+            "reason",
+            "is_own_change",
         )
         .iterator(chunk_size=STREAM_ROWS)
     )
@@ -277,13 +285,15 @@ def _revision_stream(phase_ids: list[int]) -> _Stream:
 
 def _revisions(rows: list[tuple]) -> dict[int, list]:
     """Per label: its current revision's id, tone order and display (as JSON text), and its corrections
-    (whether any, the latest one's reason); ``rows`` by label and number."""
+    (whether any, the latest one's reason); ``rows`` by label and number. The current revision is the one
+    ``Label`` mirrors: a labeler's own change after a correction does not replace it
+    (``services.labels.revision_counts``)."""
     out: dict[int, list] = {}
-    for label_id, _image_id, revision_id, tone_order, client_info, is_correction, reason in rows:
+    for label_id, _image_id, revision_id, tone_order, client_info, is_correction, reason, is_own_change in rows:
         facts = out.get(label_id)
         if facts is None:
             facts = out[label_id] = [revision_id, tone_order, client_info, False, None]
-        else:
+        elif not (facts[3] and is_own_change):
             facts[0], facts[1], facts[2] = revision_id, tone_order, client_info
         if is_correction:
             facts[3], facts[4] = True, reason
