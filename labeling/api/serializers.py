@@ -203,8 +203,20 @@ class ImportBatchSerializer(serializers.ModelSerializer):
         ]
 
 
+class PhaseReopeningSerializer(serializers.Serializer):
+    reason = serializers.CharField(read_only=True)
+    reopened_by = serializers.CharField(source="reopened_by.username", default=None, read_only=True)
+    closed_at = serializers.DateTimeField(read_only=True)
+    created_at = serializers.DateTimeField(read_only=True)
+
+
+class PhaseReopenSerializer(serializers.Serializer):
+    reason = serializers.CharField(max_length=2000, help_text="Why the phase is reopened (recorded).")
+
+
 class PhaseSerializer(serializers.ModelSerializer):
     n_images = serializers.IntegerField(source="phase_images.count", read_only=True)
+    reopenings = PhaseReopeningSerializer(many=True, read_only=True)
 
     class Meta:
         model = Phase
@@ -213,12 +225,14 @@ class PhaseSerializer(serializers.ModelSerializer):
             "kind",
             "status",
             "labels_per_image",
+            "every_labeler",
             "selection_seed",
             "selection_method",
             "n_repeated",
             "opened_at",
             "closed_at",
             "n_images",
+            "reopenings",
         ]
 
 

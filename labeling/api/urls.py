@@ -9,6 +9,7 @@ from .views.images import ImageViewSet
 from .views.imports import ImportBatchViewSet
 from .views.jobs import JobViewSet
 from .views.labels import LabelViewSet
+from .views.phase_control import PhaseControlViewSet
 from .views.phases import PhaseViewSet
 from .views.projects import ProjectViewSet
 from .views.releases import ReleaseViewSet
@@ -24,6 +25,8 @@ router.register(r"projects/(?P<project_pk>[^/.]+)/releases", ReleaseViewSet, bas
 router.register("imports", ImportBatchViewSet, basename="import")
 router.register("images", ImageViewSet, basename="image")
 router.register("phases", PhaseViewSet, basename="phase")
+# A lead's phase control: /api/phases/{id}/reopen/ and /api/phases/{id}/close-summary/
+router.register("phases", PhaseControlViewSet, basename="phase-control")
 router.register("labels", LabelViewSet, basename="label")
 router.register("jobs", JobViewSet, basename="job")
 

@@ -6,6 +6,7 @@
 - ``phases``: the four labeling phases, the images in each, per-labeler assignments.
 - ``labels``: labels with append-only revisions, reflections.
 - ``jobs``: background jobs, colorimetric baselines, evaluation runs.
+- ``review``: reopened phases (with the reason) and post-calibration review decisions.
 - ``releases``: dataset releases (versioned, immutable once published) and their images.
 """
 
@@ -15,6 +16,7 @@ from .labels import Label, LabelRevision, Reflection
 from .phases import Assignment, Phase, PhaseImage, PhaseParticipant
 from .projects import Membership, Project, ToneExample
 from .releases import Release, ReleaseImage, ReleaseImmutable
+from .review import PhaseReopening, ReviewDecision
 from .scales import Scale, Tone
 
 __all__ = [
@@ -32,11 +34,13 @@ __all__ = [
     "Phase",
     "PhaseImage",
     "PhaseParticipant",
+    "PhaseReopening",
     "Project",
     "Reflection",
     "Release",
     "ReleaseImage",
     "ReleaseImmutable",
+    "ReviewDecision",
     "Scale",
     "Subject",
     "Tone",

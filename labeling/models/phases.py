@@ -31,6 +31,9 @@ class Phase(models.Model):
     n_repeated = models.PositiveIntegerField(
         default=0, help_text="Calibration 2: calibration-1 images repeated to measure consistency."
     )
+    # Every labeler labels every image of the phase (seed 000's calibration design) instead of
+    # labels_per_image of them.
+    every_labeler = models.BooleanField(default=False)
     opened_at = models.DateTimeField(null=True, blank=True)
     closed_at = models.DateTimeField(null=True, blank=True)
     images = models.ManyToManyField(Image, through="PhaseImage", related_name="phases")

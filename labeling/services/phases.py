@@ -246,6 +246,18 @@ def phase_open(*, phase: Phase, labeler_ids: list[int] | None = None, labels_per
     return phase
 
 
+def phase_close_summary(phase: Phase) -> dict:
+    """What closing ``phase`` means: the assignments left unfinished, in total and per labeler."""
+    rows = (
+        phase.assignments.filter(done_at__isnull=True)
+        .values("labeler__pseudonym")
+        .annotate(n=Count("id"))
+        .order_by("labeler__pseudonym")
+    )
+    per_labeler = {r["labeler__pseudonym"]: r["n"] for r in rows}
+    return {"n_unfinished": sum(per_labeler.values()), "unfinished_by_labeler": per_labeler}
+
+
 @transaction.atomic
 def phase_close(*, phase: Phase) -> Phase:
     phase = Phase.objects.select_for_update().get(pk=phase.pk)
@@ -255,6 +267,54 @@ def phase_close(*, phase: Phase) -> Phase:
     phase.closed_at = timezone.now()
     phase.save()
     return phase
+
+
+def phase_next(phase: Phase) -> Phase | None:
+    """The phase after ``phase`` in the project's order (None after post-calibration)."""
+    if phase.index + 1 >= len(Phase.ORDER):
+        return None
+    return phase.project.phases.filter(kind=Phase.ORDER[phase.index + 1]).first()
+
+
+def phase_reopen_refusal(phase: Phase) -> str | None:
+    """Why ``phase`` cannot be reopened now, in plain words (None when it can)."""
+    if phase.status != Phase.Status.CLOSED:
+        return f"{phase.get_kind_display()} is {phase.get_status_display().lower()}, not closed."
+    following = phase_next(phase)
+    if following is not None and following.status != Phase.Status.DRAFT:
+        return (
+            f"{following.get_kind_display()} has already started, so {phase.get_kind_display()} can no longer "
+            "be reopened: phases run in order."
+        )
+    return None
+
+
+REOPEN_REASON_MAX = 2000
+
+
+@transaction.atomic
+def phase_reopen(*, phase: Phase, user, reason: str):
+    """Open a closed phase again, recorded with who, when and why.
+
+    Only while the next phase has not started (phases run in order). Labelers' queues are
+    kept as they were: unfinished assignments are offered again, finished ones stay done.
+    """
+    from ..models import PhaseReopening
+
+    phase = Phase.objects.select_for_update().select_related("project").get(pk=phase.pk)
+    reason = (reason or "").strip()
+    if not reason:
+        raise ValidationError({"reason": "Say why the phase is reopened (it is recorded)."})
+    if len(reason) > REOPEN_REASON_MAX:
+        raise ValidationError({"reason": f"Keep the reason under {REOPEN_REASON_MAX} characters."})
+    refusal = phase_reopen_refusal(phase)
+    if refusal:
+        raise ValidationError(refusal)
+    reopening = PhaseReopening.objects.create(phase=phase, reason=reason, reopened_by=user, closed_at=phase.closed_at)
+    phase.status = Phase.Status.OPEN
+    phase.closed_at = None
+    phase.save(update_fields=["status", "closed_at"])
+    return reopening
 
 
 @transaction.atomic

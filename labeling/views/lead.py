@@ -209,8 +209,14 @@ def phase_detail(request, pk: int):
                 phase_services.phase_open(phase=phase, labeler_ids=ids, labels_per_image=int(lpi) if lpi else None)
                 messages.success(request, f"{phase.get_kind_display()} is open.")
             elif action == "close":
-                phase_services.phase_close(phase=phase)
-                messages.success(request, f"{phase.get_kind_display()} is closed.")
+                if request.POST.get("confirm") != "yes":
+                    messages.error(request, "Closing needs a confirmation: use the Close button's confirmation.")
+                else:
+                    phase_services.phase_close(phase=phase)
+                    messages.success(request, f"{phase.get_kind_display()} is closed.")
+            elif action == "reopen":
+                phase_services.phase_reopen(phase=phase, user=request.user, reason=request.POST.get("reason", ""))
+                messages.success(request, f"{phase.get_kind_display()} is open again; the reason is recorded.")
             elif action == "labels_per_image":
                 added = phase_services.phase_set_labels_per_image(
                     phase=phase, labels_per_image=int(request.POST.get("labels_per_image", "0"))
@@ -233,6 +239,12 @@ def phase_detail(request, pk: int):
             "project": project,
             "phase": phase,
             "progress": phase_services.phase_progress(phase),
+            "close_summary": phase_services.phase_close_summary(phase) if phase.status == Phase.Status.OPEN else None,
+            "reopen_refusal": phase_services.phase_reopen_refusal(phase)
+            if phase.status == Phase.Status.CLOSED
+            else None,
+            "next_phase": phase_services.phase_next(phase),
+            "reopenings": phase.reopenings.select_related("reopened_by"),
             "labelers": project.memberships.filter(role=Membership.Role.LABELER, is_active=True),
             "reflections": reflections,
             "bias_factors": BIAS_FACTORS,

@@ -78,6 +78,8 @@ EXPECTED: dict[tuple[str, str], str] = {
     ("/api/phases/{pk}/next/", "GET"): "401 ok 404 403 403 404 404 404",
     ("/api/phases/{pk}/open/", "POST"): "401 403 404 403 bad 404 404 bad",
     ("/api/phases/{pk}/progress/", "GET"): "401 ok 404 403 ok 404 404 ok",
+    ("/api/phases/{pk}/reopen/", "POST"): "401 403 404 403 bad 404 404 bad",
+    ("/api/phases/{pk}/close-summary/", "GET"): "401 403 404 403 ok 404 404 ok",
     ("/api/phases/{pk}/reflection/", "GET"): "401 404 404 403 403 404 404 404",
     ("/api/phases/{pk}/reflection/", "PUT"): "401 ok 404 403 403 404 404 404",
     ("/api/phases/{pk}/reflections/", "GET"): "401 403 404 403 ok 404 404 ok",

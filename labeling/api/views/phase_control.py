@@ -1,0 +1,58 @@
+"""``/api/phases/{id}/reopen/`` and ``/api/phases/{id}/close-summary/``: a lead's safe phase control.
+
+Closing ends a phase for the whole team, so a lead reads what it means first (the unfinished
+assignments) and can reopen a closed phase, with a recorded reason, while the next one has not started.
+"""
+
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from ... import selectors
+from ...models import Membership, Phase
+from ...services import phases as phase_services
+from .. import serializers as s
+
+
+class PhaseControlViewSet(viewsets.GenericViewSet):
+    serializer_class = s.PhaseSerializer
+    queryset = Phase.objects.select_related("project")
+
+    def _lead(self) -> Phase:
+        phase = self.get_object()
+        selectors.project_access(self.request.user, phase.project, Membership.Role.LEAD)
+        return phase
+
+    @extend_schema(
+        responses=inline_serializer(
+            "PhaseCloseSummary",
+            {
+                "n_unfinished": serializers.IntegerField(),
+                "unfinished_by_labeler": serializers.DictField(child=serializers.IntegerField()),
+                "can_reopen_after_close": serializers.BooleanField(),
+            },
+        )
+    )
+    @action(detail=True, methods=["get"], url_path="close-summary")
+    def close_summary(self, request, pk=None):
+        """What closing the phase means: the assignments that would stay unfinished, per labeler."""
+        phase = self._lead()
+        following = phase_services.phase_next(phase)
+        return Response(
+            {
+                **phase_services.phase_close_summary(phase),
+                "can_reopen_after_close": following is None or following.status == Phase.Status.DRAFT,
+            }
+        )
+
+    @extend_schema(request=s.PhaseReopenSerializer, responses=s.PhaseSerializer)
+    @action(detail=True, methods=["post"])
+    def reopen(self, request, pk=None):
+        """Open a closed phase again (recorded with the reason), while the next phase has not started."""
+        phase = self._lead()
+        data = s.PhaseReopenSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        phase_services.phase_reopen(phase=phase, user=request.user, **data.validated_data)
+        phase.refresh_from_db()
+        return Response(s.PhaseSerializer(phase).data)
