@@ -57,6 +57,9 @@ def _parser() -> argparse.ArgumentParser:
         "--tone-max",
         help="column with each image's largest skin-tone label (with --tone-min: the label-uncertainty check)",
     )
+    report.add_argument(
+        "--tone-levels", type=int, default=None, help="tones of the skin-tone scale for the composition (MST: 10)"
+    )
     report.add_argument("--uncertainty-draws", type=int, default=100, help="draws of the label-uncertainty check")
     report.add_argument("--min-cluster-size", type=int, default=10)
     report.add_argument("--min-fraction", type=float, default=0.7)
@@ -153,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         tone_min=args.tone_min,
         tone_max=args.tone_max,
         uncertainty_draws=args.uncertainty_draws,
+        tone_levels=args.tone_levels,
         seed=args.seed,
     )
     try:
@@ -163,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for line in content["summary"]:
         print(line)
-    print(f"wrote {args.out / 'report.json'} and {args.out / 'report.html'}")
+    print(f"wrote {args.out / 'report.json'}, {args.out / 'report.html'} and the figures in {args.out / 'figures'}")
     return 0
 
 

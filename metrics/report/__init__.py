@@ -14,14 +14,18 @@ Import from ``metrics.report`` (the names in ``__all__``). The steps:
 ``render`` (figures, ``report.json`` and ``report.html``).
 """
 
-from .inputs import ReportInputError, ReportOptions, load_table
+from .composition import tone_composition
+from .inputs import ERROR_KINDS, ReportInputError, ReportOptions, derive_errors, load_table
 from .render import write_report
 from .scores import build_report
 
 __all__ = [
+    "ERROR_KINDS",
     "ReportInputError",
     "ReportOptions",
     "build_report",
+    "derive_errors",
     "load_table",
+    "tone_composition",
     "write_report",
 ]

@@ -7,7 +7,10 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["ReportInputError", "ReportOptions", "load_table"]
+__all__ = ["ERROR_KINDS", "ReportInputError", "ReportOptions", "derive_errors", "load_table"]
+
+#: How a per-sample error is derived from a prediction and its ground truth.
+ERROR_KINDS = ("regression", "classification")
 
 _MAX_EXAMPLES = 5
 
@@ -56,6 +59,32 @@ class ReportOptions:
     #: Draws of the label-uncertainty check.
     uncertainty_draws: int = 100
     seed: int = 0
+    #: Tones of the skin-tone scale (10 for MST) for the composition section; None: the deepest tone present.
+    tone_levels: int | None = None
+
+
+def derive_errors(prediction, truth, kind: str) -> np.ndarray:
+    """A per-sample error from predictions and ground truth.
+
+    ``regression``: the absolute error ``|prediction - truth|`` (numbers); ``classification``: 1 where the
+    prediction differs from the truth, else 0 (the mean error of a group is then its error rate).
+
+    Examples
+    --------
+    >>> derive_errors([1.0, 2.5], [1.5, 2.0], "regression").tolist()
+    [0.5, 0.5]
+    >>> derive_errors(["cat", "dog"], ["cat", "cat"], "classification").tolist()
+    [0.0, 1.0]
+    """
+    if kind not in ERROR_KINDS:
+        raise ValueError(f"unknown error kind {kind!r}; choose from {', '.join(ERROR_KINDS)}")
+    if kind == "regression":
+        p = np.asarray(prediction, dtype=np.float64)
+        t = np.asarray(truth, dtype=np.float64)
+        return np.abs(p - t)
+    p = np.asarray(prediction, dtype=object).astype(str)
+    t = np.asarray(truth, dtype=object).astype(str)
+    return (p != t).astype(np.float64)
 
 
 def load_table(path: Path, id_column: str):

@@ -1,4 +1,5 @@
-"""Rendering the report: figures (matplotlib, embedded as PNG), ``report.json`` and ``report.html``."""
+"""Rendering the report: figures (matplotlib; PNG and SVG files under ``figures/``, the PNG also embedded
+in the HTML), ``report.json`` and ``report.html``."""
 
 from __future__ import annotations
 
@@ -17,19 +18,51 @@ from .scores import build_report
 __all__ = ["write_report"]
 
 
-def _png(fig) -> str:
+def _slug(title: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in title.lower()).strip("_")
+
+
+def _render(fig, title: str) -> dict:
+    """PNG (bytes) and SVG (text) of a figure, then close it."""
     import matplotlib.pyplot as plt
 
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=80)
+    png, svg = io.BytesIO(), io.StringIO()
+    fig.savefig(png, format="png", dpi=80)
+    # No date or renderer stamp: the same report gives the same SVG.
+    fig.savefig(svg, format="svg", metadata={"Date": None, "Creator": None})
     plt.close(fig)
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
+    return {"title": title, "slug": _slug(title), "png": png.getvalue(), "svg": svg.getvalue()}
 
 
-def _figures(report: dict, options: ReportOptions) -> list[tuple[str, str]]:
+def _band_means(ax, part: dict | None) -> None:
+    """Per-band mean error with its interval, drawn at each band's middle (seed Fig. 3B/3C plus the bands)."""
+    if not part or "bands" not in part:
+        return
+    rows = [b for b in part["bands"]["bands"] if b["mean_error"] is not None]
+    if not rows:
+        return
+    middle = np.array([(b["low"] + b["high"]) / 2 for b in rows])
+    mean = np.array([b["mean_error"] for b in rows])
+    low = np.array([b["ci_low"] if b["ci_low"] is not None else m for b, m in zip(rows, mean, strict=True)])
+    high = np.array([b["ci_high"] if b["ci_high"] is not None else m for b, m in zip(rows, mean, strict=True)])
+    ax.errorbar(
+        middle,
+        mean,
+        yerr=[mean - low, high - mean],
+        fmt="s",
+        color="black",
+        capsize=4,
+        label="band mean (95% CI)",
+        zorder=5,
+    )
+
+
+def _figures(report: dict, options: ReportOptions) -> list[dict]:
     import matplotlib
 
     matplotlib.use("Agg", force=True)
+    # Fixed ids in the SVG (otherwise random per run): the same report gives the same files.
+    matplotlib.rcParams["svg.hashsalt"] = "fairtone-report"
     import matplotlib.pyplot as plt
 
     merged = report["_merged"]
@@ -49,11 +82,12 @@ def _figures(report: dict, options: ReportOptions) -> list[tuple[str, str]]:
                 label=name,
             )
         ax.axvline(options.threshold, color="grey", linestyle="--", label="threshold")
+        part = report["gender"]
         ax.set_xlabel(options.error)
         ax.set_ylabel("density")
-        ax.set_title("Error distribution by gender")
+        ax.set_title(f"Error distribution by gender (KS p = {part['p_value']:.3g})")
         ax.legend()
-        figures.append(("Error distributions by gender", _png(fig)))
+        figures.append(_render(fig, "Error distributions by gender"))
     for key, column in (
         ("skin_tone", options.skin_tone),
         ("body_shape", options.body_shape),
@@ -63,21 +97,24 @@ def _figures(report: dict, options: ReportOptions) -> list[tuple[str, str]]:
         result = results[key]
         x = merged[column].to_numpy(dtype=np.float64)
         fig, ax = plt.subplots(figsize=(6, 4))
-        ax.scatter(x, errors, s=4, alpha=0.3)
+        ax.scatter(x, errors, s=4, alpha=0.3, label="samples")
         grid = np.linspace(x.min(), x.max(), 50)
-        ax.plot(
-            grid,
-            result.intercept + result.slope * grid,
-            color="C3",
-            label="least squares",
-        )
-        for value in result.attribute_range:
+        fitted = result.intercept + result.slope * grid
+        ax.plot(grid, fitted, color="C3", label="least squares")
+        # The fit's 95% band: +- 1.96 standard errors of the slope around the mean.
+        centre = x.mean()
+        spread = 1.96 * result.stderr * np.abs(grid - centre)
+        ax.fill_between(grid, fitted - spread, fitted + spread, color="C3", alpha=0.15, label="slope 95% band")
+        for value, mark in zip(result.attribute_range, ("P5", "P95"), strict=True):
             ax.axvline(value, color="grey", linestyle=":")
+            ax.annotate(mark, (value, 1), xycoords=("data", "axes fraction"), ha="center", va="bottom", fontsize=8)
+        _band_means(ax, report.get(key))
+        ax.axhline(options.threshold, color="grey", linestyle="--", linewidth=0.8)
         ax.set_xlabel(column)
         ax.set_ylabel(options.error)
-        ax.set_title(f"Error against {key.replace('_', ' ')} (p = {result.p_value:.3g})")
-        ax.legend()
-        figures.append((f"Error against {key.replace('_', ' ')}", _png(fig)))
+        ax.set_title(f"Error against {key.replace('_', ' ')} (slope p = {result.p_value:.3g})", pad=14)
+        ax.legend(fontsize=7)
+        figures.append(_render(fig, f"Error against {key.replace('_', ' ')}"))
     if "intersectional" in results:
         result = results["intersectional"]
         z = result.standardised
@@ -97,7 +134,7 @@ def _figures(report: dict, options: ReportOptions) -> list[tuple[str, str]]:
         ax.set_xlabel(f"{options.body_shape} (standardised)")
         ax.set_ylabel(f"{options.skin_tone} (standardised)")
         ax.set_title("Intersectional map")
-        figures.append(("Intersectional map (body shape x skin tone)", _png(fig)))
+        figures.append(_render(fig, "Intersectional map (body shape x skin tone)"))
     return figures
 
 
@@ -123,7 +160,7 @@ _STYLE = (
 )
 
 
-def _html(report: dict, figures: list[tuple[str, str]]) -> str:
+def _html(report: dict, figures: list[dict]) -> str:
     esc = html.escape
     parts = [
         "<!DOCTYPE html>",
@@ -205,6 +242,21 @@ def _html(report: dict, figures: list[tuple[str, str]]) -> str:
             )
         sweep = ", ".join(f"{s['min_samples']}: {s['n_customers']}" for s in inter.get("min_samples_sweep", []))
         parts.append(f"</table><p>Flagged customers by DBSCAN min_samples (not given by seed 000): {esc(sweep)}.</p>")
+    composition = report.get("composition")
+    if composition is not None:
+        parts.append(
+            f"<h2>Composition by skin tone</h2><p>NSD {composition['nsd']:.3g}; normalised discrepancy from "
+            f"uniform {composition['discrepancy_l2']:.3g}; {composition['levels']} tones "
+            f"({esc(composition['levels_source'])}).</p><table><tr><th>tone</th><th>n</th><th>share</th>"
+            "<th>95% CI</th><th>note</th></tr>"
+        )
+        for row in composition["tones"]:
+            note = "under-represented" if row["tone"] in composition["under_represented"] else ""
+            parts.append(
+                f"<tr><td>{row['tone']}</td><td>{row['n']}</td><td>{row['share']:.1%}</td>"
+                f"<td>{row['ci_low']:.1%} to {row['ci_high']:.1%}</td><td>{note}</td></tr>"
+            )
+        parts.append("</table>")
     check = report.get("label_uncertainty")
     if check is not None:
         parts.append(
@@ -233,17 +285,18 @@ def _html(report: dict, figures: list[tuple[str, str]]) -> str:
                 + "</p>"
             )
     parts.append("<h2>Figures</h2>")
-    for title, png in figures:
+    for figure in figures:
+        png = base64.b64encode(figure["png"]).decode("ascii")
         parts.append(
-            f'<figure><img alt="{esc(title)}" src="data:image/png;base64,{png}">'
-            f"<figcaption>{esc(title)}</figcaption></figure>"
+            f'<figure><img alt="{esc(figure["title"])}" src="data:image/png;base64,{png}">'
+            f"<figcaption>{esc(figure['title'])}</figcaption></figure>"
         )
     parts.append("</body></html>")
     return "\n".join(parts)
 
 
 def write_report(options: ReportOptions) -> dict:
-    """Compute the report and write ``report.json`` and ``report.html`` in ``options.out``.
+    """Compute the report and write ``report.json``, ``report.html`` and ``figures/*.png|svg`` in ``options.out``.
 
     Parameters
     ----------
@@ -262,9 +315,15 @@ def write_report(options: ReportOptions) -> dict:
     """
     report = build_report(options)
     figures = _figures(report, options)
+    report["figures"] = [
+        {"title": f["title"], "png": f"figures/{f['slug']}.png", "svg": f"figures/{f['slug']}.svg"} for f in figures
+    ]
     content = _json_ready(report)
     out = Path(options.out)
-    out.mkdir(parents=True, exist_ok=True)
+    (out / "figures").mkdir(parents=True, exist_ok=True)
+    for figure in figures:
+        (out / "figures" / f"{figure['slug']}.png").write_bytes(figure["png"])
+        (out / "figures" / f"{figure['slug']}.svg").write_text(figure["svg"], encoding="utf-8")
     (out / "report.json").write_text(json.dumps(content, indent=2), encoding="utf-8")
     (out / "report.html").write_text(_html(content, figures), encoding="utf-8")
     return content

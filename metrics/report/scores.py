@@ -74,6 +74,7 @@ def build_report(options: ReportOptions) -> dict:
         "body_shape": None,
         "intersectional": None,
         "label_uncertainty": None,
+        "composition": None,
     }
     problems = []
     results: dict = {}
@@ -115,6 +116,13 @@ def build_report(options: ReportOptions) -> dict:
             problems.append(f"{key.replace('_', ' ')} ({column}): {exc}")
     if problems:
         raise ReportInputError(problems)
+    if options.skin_tone:
+        from .composition import tone_composition
+
+        try:
+            report["composition"] = tone_composition(merged[options.skin_tone].to_numpy(), options.tone_levels)
+        except ValueError as exc:
+            raise ReportInputError([f"skin tone ({options.skin_tone}): {exc}"]) from None
     if options.tone_min and options.tone_max:
         try:
             check = unfairness.label_uncertainty(
@@ -372,6 +380,20 @@ def _summary(report: dict, options: ReportOptions) -> list[str]:
     inter = report["intersectional"]
     if inter is not None:
         lines.extend(_intersectional_summary(inter, options))
+    composition = report.get("composition")
+    if composition is not None:
+        under = composition["under_represented"]
+        least = composition["tones"][composition["least_represented"] - 1]
+        lines.append(
+            f"Composition: NSD {composition['nsd']:.3g} and normalised discrepancy from uniform "
+            f"{composition['discrepancy_l2']:.3g} over {composition['levels']} tones; "
+            + (
+                f"under-represented: tone(s) {', '.join(map(str, under))} (share's 95% upper bound below half "
+                f"of 1/{composition['levels']}), so the skin-tone scores say little about them."
+                if under
+                else f"no tone is clearly under-represented (least: tone {least['tone']}, {least['share']:.1%})."
+            )
+        )
     check = report.get("label_uncertainty")
     if check is not None:
         low, high = check["fraction_same_ci"]

@@ -15,6 +15,7 @@ PUBLIC_NAMES = {
     "metrics": [],
     "metrics.__main__": ["main"],
     "metrics._dbscan": ["NeighbourIndex", "dbscan_labels_many", "squared_distances"],
+    "metrics.compare": ["ScoreChange", "compare_errors"],
     "metrics.agreement": [
         "ALPHA_RELIABLE",
         "ALPHA_TENTATIVE",
