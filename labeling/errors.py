@@ -47,7 +47,16 @@ def error_fields(exc: ValidationError) -> dict[str, list[str]] | dict[str, str]:
 
 
 def error_text(exc: ValidationError) -> str:
-    """One line for a page: ``field: message; other: message``."""
-    if hasattr(exc, "error_dict"):
-        return "; ".join(f"{k}: {' '.join(messages)}" for k, messages in error_fields(exc).items())
+    """One line for a page, in plain words: the messages only, never the internal field names
+    (services name the problem in the message itself)."""
     return " ".join(exc.messages)
+
+
+def form_add_error(form, exc: ValidationError) -> None:
+    """Put a service's ``ValidationError`` on a page's form: next to the field it names when the form
+    has that field, otherwise at the top; the message in plain words either way."""
+    if hasattr(exc, "error_dict"):
+        for key, messages in error_fields(exc).items():
+            form.add_error(key if key in form.fields else None, " ".join(messages))
+    else:
+        form.add_error(None, error_text(exc))

@@ -52,6 +52,11 @@ class ProjectForm(forms.Form):
         self.fields["scale"].queryset = qs
         self.fields["scale"].required = False
         self.fields["scale"].empty_label = "Custom scale (define tones below)"
+        if not self.initial.get("scale"):
+            # Monk Skin Tone is the default (README): a new project needs only a name.
+            from .services.projects import default_scale
+
+            self.fields["scale"].initial = default_scale().pk
 
     def clean_skip_reasons(self):
         return [line.strip() for line in self.cleaned_data["skip_reasons"].splitlines() if line.strip()]

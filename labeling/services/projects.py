@@ -172,7 +172,7 @@ def membership_add(
             membership.save()
     except IntegrityError as exc:
         if project.memberships.filter(user=user).exists():
-            raise ValidationError({"user": "This person is already a member of the project."}) from exc
+            raise ValidationError({"username": f"{user.get_username()} is already a member of this project."}) from exc
         raise ValidationError({"pseudonym": f"The id {pseudonym!r} is taken in this project."}) from exc
     return membership
 
@@ -204,8 +204,14 @@ def member_add_or_create(
     user = get_user_model().objects.filter(username=username).first()
     if user is not None:
         return membership_add(project=project, user=user, role=role, pseudonym=pseudonym, **profile)
-    if not password:
-        raise ValidationError({"password": "A new person needs a password (at least 8 characters)."})
+    if len(password or "") < 8:
+        # The real problem is the unknown username: say so before asking for a longer password.
+        raise ValidationError(
+            {
+                "username": f"No account is called “{username}”. To create a sign-in for a new person, also give "
+                "a password of at least 8 characters."
+            }
+        )
     return labeler_create(
         project=project, username=username, password=password, role=role, pseudonym=pseudonym, **profile
     )

@@ -8,7 +8,7 @@ from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
 from .. import selectors
-from ..errors import error_text
+from ..errors import error_text, form_add_error
 from ..forms import PROJECT_FIELDS, CalibrationForm, MemberForm, ProjectForm
 from ..models import Image, Membership, Phase, Project
 from ..services import phases as phase_services
@@ -57,7 +57,7 @@ def project_create_view(request):
                 **{k: d[k] for k in PROJECT_FIELDS}, scale=scale, created_by=request.user
             )
         except ValidationError as exc:
-            form.add_error(None, error_text(exc))
+            form_add_error(form, exc)
         else:
             messages.success(request, "Project created. Next: import images and add labelers.")
             return redirect(project)
@@ -96,7 +96,7 @@ def project_settings(request, pk: int):
                 project=project, **{k: d[k] for k in PROJECT_FIELDS}, scale=d["scale"] or project.scale
             )
         except ValidationError as exc:
-            form.add_error(None, error_text(exc))
+            form_add_error(form, exc)
         else:
             messages.success(request, "Settings saved.")
             return redirect(project)
@@ -172,7 +172,7 @@ def project_members(request, pk: int):
         try:
             project_services.member_add_or_create(project=project, **d)
         except ValidationError as exc:
-            form.add_error(None, error_text(exc))
+            form_add_error(form, exc)
         else:
             messages.success(request, f"{d['username']} added.")
             return redirect("project-members", pk=project.pk)
@@ -189,7 +189,7 @@ def project_calibration(request, pk: int):
         try:
             phase_services.calibration_configure(project=project, **d)
         except ValidationError as exc:
-            form.add_error(None, error_text(exc))
+            form_add_error(form, exc)
         else:
             messages.success(request, "Calibration set chosen and recorded.")
             return redirect(project)

@@ -87,3 +87,36 @@ def test_phase_page_confirms_close_and_reopens(project, labelers, lead, client):
     cal1.refresh_from_db()
     assert cal1.status == Phase.Status.OPEN
     assert "Mis-click" in client.get(f"/phases/{cal1.id}/").content.decode()
+
+
+def test_new_project_form_defaults_to_monk_and_a_name_is_enough(client, lead):
+    import re
+
+    from labeling.models import Project, Scale
+
+    client.force_login(lead)
+    page = client.get("/projects/new/").content.decode()
+    selected = re.search(r'<option value="(\d+)" selected>([^<]*)</option>', page)
+    monk = Scale.objects.get(kind="monk", is_builtin=True)
+    assert selected and int(selected.group(1)) == monk.pk, "Monk is the scale a new project starts with"
+    # What the browser sends when the lead types a name only: the form's initial values.
+    r = client.post(
+        "/projects/new/",
+        {"name": "Just a name", "scale": selected.group(1), "labels_per_image": 4, "skip_reasons": "no skin visible"},
+    )
+    assert r.status_code == 302
+    assert Project.objects.get(name="Just a name").scale == monk
+
+
+def test_member_form_messages_are_plain_words(client, project, lead, labelers):
+    client.force_login(lead)
+    already = client.post(
+        f"/projects/{project.id}/members/", {"username": labelers[0].user.username, "role": "labeler"}
+    ).content.decode()
+    assert f"{labelers[0].user.username} is already a member of this project." in already
+    unknown = client.post(
+        f"/projects/{project.id}/members/", {"username": "nobody", "password": "short", "role": "labeler"}
+    ).content.decode()
+    assert "No account is called “nobody”" in unknown
+    for page in (already, unknown):
+        assert "user:" not in page and "password:" not in page and "username:" not in page

@@ -168,11 +168,13 @@ def test_members_page_and_api_add_people_the_same_way(client, project, lead):
 
     client.force_login(lead)
     r = client.post(f"/projects/{project.id}/members/", {"username": "nopass", "role": "labeler"})
-    assert "A new person needs a password" in r.content.decode()
+    page = r.content.decode()
+    assert "No account is called “nopass”" in page and "also give a password" in page
+    assert "password:" not in page and "username:" not in page
     api = APIClient()
     api.force_authenticate(lead)
     r = api.post(f"/api/projects/{project.id}/members/", {"username": "nopass"}, format="json")
-    assert r.status_code == 400 and "A new person needs a password" in r.json()["password"][0]
+    assert r.status_code == 400 and "No account is called" in r.json()["username"][0]
     UserFactory(username="known")
     r = client.post(f"/projects/{project.id}/members/", {"username": "known", "role": "reviewer"})
     assert r.status_code == 302 and project.memberships.get(user__username="known").pseudonym == "R01"
