@@ -97,25 +97,119 @@ class MemberForm(forms.Form):
     )
 
 
+def split_ids(raw: str) -> list[str]:
+    """Image ids pasted by a lead: separated by commas, semicolons, spaces or new lines."""
+    import re
+
+    return [token for token in re.split(r"[\s,;]+", raw or "") if token]
+
+
 class CalibrationForm(forms.Form):
-    size = forms.IntegerField(
-        min_value=1, initial=59, help_text="Images set aside for both calibrations (seed 000: 59)."
+    """The calibration set: drawn at random or picked by hand, split into calibration 1 and 2.
+
+    Defaults follow the project's size (``services.phases.calibration_defaults``); a choice that
+    leaves too few images for the dashboard's statistics needs an explicit "choose it anyway".
+    """
+
+    method = forms.ChoiceField(
+        choices=[("random", "Draw at random (the seed is recorded)"), ("manual", "Pick the images myself")],
+        initial="random",
+        widget=forms.RadioSelect,
+        label="How",
+        required=False,
     )
-    calibration_1_size = forms.IntegerField(min_value=1, required=False, help_text="Default: half, rounded up.")
+    size = forms.IntegerField(
+        min_value=1,
+        label="Calibration images",
+        help_text="How many images both calibration rounds use together. The rest go to the main phase.",
+    )
+    calibration_1_size = forms.IntegerField(
+        min_value=1,
+        required=False,
+        label="Images in calibration 1",
+        help_text="Part of the calibration images labelled first; calibration 2 gets the others. Empty: half.",
+    )
     n_repeated = forms.IntegerField(
         min_value=0,
         required=False,
-        initial=30,
-        help_text="Calibration-1 images shown again in calibration 2 to measure consistency (seed 000: 30).",
+        label="Calibration 1 images shown again in calibration 2",
+        help_text="Labelled twice, weeks apart, to measure how consistent each labeler is (at least 5 to measure it).",
     )
-    seed = forms.IntegerField(min_value=0, required=False, help_text="Left empty: a new random seed, recorded.")
-    image_ids = forms.CharField(required=False, help_text="Or pick by hand: image ids separated by commas.")
+    every_labeler = forms.BooleanField(
+        required=False,
+        label="Every labeler labels every calibration image",
+        help_text="The design of the reference process. Otherwise each image gets the project's labels per image.",
+    )
+    seed = forms.IntegerField(
+        min_value=0,
+        max_value=2**62,
+        required=False,
+        label="Random seed",
+        help_text="Empty: a new one, recorded so the same draw can be made again.",
+    )
+    external_ids = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3, "placeholder": "P_astro, P_bern, ..."}),
+        label="Images picked by hand",
+        help_text="Click images below, or paste their ids (as in your manifest), separated by commas or new lines.",
+    )
+    accept_too_few = forms.BooleanField(
+        required=False, label="Choose it anyway: I know some statistics will show “too little data”."
+    )
 
-    def clean_image_ids(self):
-        raw = self.cleaned_data["image_ids"].replace(" ", "")
-        if not raw:
-            return None
-        try:
-            return [int(x) for x in raw.split(",") if x]
-        except ValueError:
-            raise forms.ValidationError("Ids are whole numbers separated by commas.") from None
+    def __init__(self, *args, n_images: int = 0, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.n_images = n_images
+        self.warnings: list[str] = []
+        if self.data.get("method") == "manual":
+            self.fields["size"].required = False
+
+    def clean_external_ids(self):
+        ids = split_ids(self.cleaned_data["external_ids"])
+        if len(ids) > 100_000:
+            raise forms.ValidationError("At most 100,000 images.")
+        return ids
+
+    def clean(self):
+        from .services.phases import calibration_warnings
+
+        data = super().clean()
+        if self.errors:
+            return data
+        if data.get("method") == "manual":
+            if not data.get("external_ids"):
+                self.add_error("external_ids", "Pick at least one image, or draw them at random.")
+                return data
+            size = len(dict.fromkeys(data["external_ids"]))
+        else:
+            data["method"] = "random"
+            data["external_ids"] = None
+            size = min(data["size"], self.n_images) if self.n_images else data["size"]
+        n1 = data.get("calibration_1_size") or size - size // 2
+        if n1 > size:
+            self.add_error("calibration_1_size", f"Calibration 1 takes part of the {size} calibration images.")
+            return data
+        n_rep = data.get("n_repeated")
+        n_rep = min(30, n1) if n_rep is None else n_rep
+        if n_rep > n1:
+            self.add_error("n_repeated", f"Calibration 2 can repeat at most the {n1} images of calibration 1.")
+            return data
+        self.warnings = calibration_warnings(size=size, calibration_1_size=n1, n_repeated=n_rep)
+        if self.warnings and not data.get("accept_too_few"):
+            raise forms.ValidationError(
+                "This choice leaves too few images for some statistics: "
+                + " ".join(self.warnings)
+                + " Change the numbers, or tick “Choose it anyway”."
+            )
+        return data
+
+    def service_arguments(self) -> dict:
+        """The cleaned choice as ``calibration_configure``'s arguments."""
+        d = self.cleaned_data
+        args = {k: d.get(k) for k in ("calibration_1_size", "n_repeated", "seed")}
+        args["every_labeler"] = bool(d.get("every_labeler"))
+        if d.get("method") == "manual":
+            args["external_ids"] = d["external_ids"]
+        else:
+            args["size"] = d["size"]
+        return args

@@ -251,6 +251,15 @@ class CalibrationConfigureSerializer(serializers.Serializer):
     n_repeated = serializers.IntegerField(min_value=0, required=False)
     seed = serializers.IntegerField(min_value=0, max_value=2**62, required=False)
     image_ids = serializers.ListField(child=serializers.IntegerField(), required=False, max_length=100000)
+    external_ids = serializers.ListField(
+        child=serializers.CharField(max_length=200),
+        required=False,
+        max_length=100000,
+        help_text="Or pick by the images' own ids (as in the manifest), e.g. P_astro.",
+    )
+    every_labeler = serializers.BooleanField(
+        required=False, help_text="Every labeler labels every calibration image (instead of labels per image)."
+    )
 
 
 class PhaseOpenSerializer(serializers.Serializer):

@@ -17,8 +17,89 @@ from django.utils import timezone
 
 from ..models import Assignment, Label, Membership, Phase, PhaseImage, PhaseParticipant, Project
 
-DEFAULT_CALIBRATION_SIZE = 59  # seed 000
-DEFAULT_REPEATED = 30  # seed 000
+DEFAULT_CALIBRATION_SIZE = 59  # seed 000's calibration set: the largest default
+DEFAULT_REPEATED = 30  # seed 000's test-retest repeats: the largest default
+# Fewer images than this and the dashboard shows "too little data" instead of agreement or
+# consistency (labeling.services.consensus.numbers.MIN_IMAGES).
+MIN_STATISTICS_IMAGES = 5
+
+
+def calibration_defaults(n_images: int) -> dict:
+    """Calibration sizes that fit a project of ``n_images`` images (every default is accepted as is).
+
+    A fifth of the images, at least 10 (or all of them in a tiny project) and at most seed 000's
+    59; calibration 1 gets half of the set, rounded up; calibration 2 repeats calibration 1's
+    images, at most seed 000's 30.
+
+    >>> calibration_defaults(13)
+    {'size': 10, 'calibration_1_size': 5, 'n_repeated': 5}
+    >>> calibration_defaults(100_000)
+    {'size': 59, 'calibration_1_size': 30, 'n_repeated': 30}
+    """
+    size = max(min(10, n_images), min(DEFAULT_CALIBRATION_SIZE, round(n_images / 5)))
+    n1 = size - size // 2
+    return {"size": size, "calibration_1_size": n1, "n_repeated": min(DEFAULT_REPEATED, n1)}
+
+
+def calibration_warnings(*, size: int, calibration_1_size: int, n_repeated: int) -> list[str]:
+    """What a calibration choice makes impossible to measure, in plain words (empty when nothing)."""
+    warnings = []
+    need = MIN_STATISTICS_IMAGES
+    n2 = n_repeated + (size - calibration_1_size)
+    if calibration_1_size < need:
+        warnings.append(
+            f"Calibration 1 would have {calibration_1_size} image{'s' if calibration_1_size != 1 else ''}: "
+            f"agreement between labelers needs at least {need}, so the dashboard would show “too little data”."
+        )
+    if 0 < n2 - n_repeated < need:
+        warnings.append(
+            f"Calibration 2 would have {n2 - n_repeated} new image{'s' if n2 - n_repeated != 1 else ''}: "
+            f"its agreement needs at least {need}."
+        )
+    if n_repeated < need:
+        warnings.append(
+            f"{n_repeated} repeated image{'s' if n_repeated != 1 else ''}: each labeler's consistency "
+            f"(test-retest) needs at least {need}."
+        )
+    return warnings
+
+
+def calibration_current(project: Project) -> dict | None:
+    """The calibration set as chosen now (None before one is chosen): images of each part in order."""
+    cal1 = phase_get(project, Phase.Kind.CALIBRATION_1)
+    cal2 = phase_get(project, Phase.Kind.CALIBRATION_2)
+    rows = list(
+        PhaseImage.objects.filter(phase__in=[cal1, cal2])
+        .select_related("image")
+        .order_by("phase_id", "-is_repeat", "image__external_id")
+    )
+    if not rows:
+        return None
+    part1 = [r.image for r in rows if r.phase_id == cal1.id]
+    repeated = [r.image for r in rows if r.phase_id == cal2.id and r.is_repeat]
+    rest = [r.image for r in rows if r.phase_id == cal2.id and not r.is_repeat]
+    return {
+        "calibration_1": part1,
+        "repeated": repeated,
+        "rest": rest,
+        "size": len(part1) + len(rest),
+        "method": cal1.selection_method,
+        "seed": cal1.selection_seed,
+        "every_labeler": cal1.every_labeler,
+        "locked": any(p.status != Phase.Status.DRAFT for p in (cal1, cal2)),
+    }
+
+
+def image_ids_from_external(project: Project, external_ids: Iterable[str]) -> list[int]:
+    """Internal ids of the images with these external ids (manifest ids such as ``P_astro``), in the
+    order given, duplicates dropped; unknown ids are named in the error."""
+    wanted = list(dict.fromkeys(e.strip() for e in external_ids if e and e.strip()))
+    found = dict(project.images.filter(external_id__in=wanted).values_list("external_id", "id"))
+    missing = [e for e in wanted if e not in found]
+    if missing:
+        shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
+        raise ValidationError({"external_ids": f"No image of this project has the id {shown}."})
+    return [found[e] for e in wanted]
 
 
 def new_seed() -> int:
@@ -43,14 +124,19 @@ def calibration_configure(
     n_repeated: int | None = None,
     seed: int | None = None,
     image_ids: list[int] | None = None,
+    external_ids: list[str] | None = None,
+    every_labeler: bool | None = None,
 ) -> tuple[Phase, Phase]:
     """Choose the calibration set and split it into calibration 1 and 2.
 
-    The calibration set (seed 000: 59 images) is drawn at random with a recorded
-    seed, or picked by hand (``image_ids``). Calibration 1 gets
+    The calibration set is drawn at random with a recorded seed, or picked by hand
+    (``image_ids``, or ``external_ids``: the images' own ids). Defaults follow the
+    project's size (:func:`calibration_defaults`). Calibration 1 gets
     ``calibration_1_size`` of them (default: half, rounded up); calibration 2 gets
-    ``n_repeated`` calibration-1 images again (test-retest; default 30) plus the
-    rest of the calibration set. Main gets every other image of the project.
+    ``n_repeated`` calibration-1 images again (test-retest) plus the rest of the
+    calibration set. Main gets every other image of the project. ``every_labeler``:
+    every labeler labels every calibration image (seed 000's design) instead of
+    labels-per-image of them.
     """
     cal1 = phase_get(project, Phase.Kind.CALIBRATION_1)
     cal2 = phase_get(project, Phase.Kind.CALIBRATION_2)
@@ -60,6 +146,9 @@ def calibration_configure(
     all_ids = list(project.images.order_by("id").values_list("id", flat=True))
     if not all_ids:
         raise ValidationError("Import images before choosing a calibration set.")
+    if external_ids:
+        image_ids = image_ids_from_external(project, external_ids)
+    defaults = calibration_defaults(len(all_ids))
     if image_ids:
         chosen = list(dict.fromkeys(int(i) for i in image_ids))
         missing = set(chosen) - set(all_ids)
@@ -68,7 +157,7 @@ def calibration_configure(
         method = "manual"
         seed = seed if seed is not None else new_seed()
     else:
-        size = min(size if size is not None else DEFAULT_CALIBRATION_SIZE, len(all_ids))
+        size = min(size if size is not None else defaults["size"], len(all_ids))
         if size < 1:
             raise ValidationError("The calibration set needs at least one image.")
         seed = seed if seed is not None else new_seed()
@@ -78,11 +167,18 @@ def calibration_configure(
     size = len(chosen)
     n1 = calibration_1_size if calibration_1_size is not None else size - size // 2
     if not 1 <= n1 <= size:
-        raise ValidationError(f"Calibration 1 size must be between 1 and {size}.")
+        raise ValidationError(
+            {"calibration_1_size": f"Calibration 1 takes part of the {size} calibration images: between 1 and {size}."}
+        )
     set1, rest = chosen[:n1], chosen[n1:]
     n_rep = n_repeated if n_repeated is not None else min(DEFAULT_REPEATED, n1)
     if not 0 <= n_rep <= n1:
-        raise ValidationError(f"Repeated images must be between 0 and {n1} (calibration 1's size).")
+        raise ValidationError(
+            {
+                "n_repeated": f"Calibration 2 can repeat at most the {n1} images of calibration 1; "
+                f"choose between 0 and {n1}."
+            }
+        )
     rng = np.random.default_rng(seed + 1)
     repeated = [int(i) for i in rng.choice(set1, size=n_rep, replace=False)] if n_rep else []
 
@@ -97,6 +193,8 @@ def calibration_configure(
     for phase in (cal1, cal2):
         phase.selection_seed = seed
         phase.selection_method = method
+        if every_labeler is not None:
+            phase.every_labeler = bool(every_labeler)
     cal2.n_repeated = n_rep
     cal1.save()
     cal2.save()
@@ -157,7 +255,7 @@ def _distribute(phase: Phase, labelers: list[Membership], rng: np.random.Generat
     """
     rows = list(phase.phase_images.values_list("image_id", "is_repeat"))
     per_labeler: dict[int, list[int]] = {m.id: [] for m in labelers}
-    k = min(phase.labels_per_image, len(labelers))
+    k = len(labelers) if phase.every_labeler else min(phase.labels_per_image, len(labelers))
     load = {m.id: 0 for m in labelers}
     ids = [m.id for m in labelers]
     earlier: dict[int, set[int]] = defaultdict(set)
@@ -217,7 +315,10 @@ def phase_open(*, phase: Phase, labeler_ids: list[int] | None = None, labels_per
     labelers = list(labelers.order_by("id"))
     if not labelers:
         raise ValidationError("Add labelers to the project before opening a phase.")
-    if labels_per_image is not None:
+    if phase.every_labeler:
+        # Every labeler labels every image: labels per image is the team's size.
+        phase.labels_per_image = len(labelers)
+    elif labels_per_image is not None:
         if labels_per_image < 1:
             raise ValidationError("Labels per image must be at least 1.")
         phase.labels_per_image = labels_per_image

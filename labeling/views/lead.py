@@ -182,18 +182,45 @@ def project_members(request, pk: int):
 
 @login_required
 def project_calibration(request, pk: int):
+    """Choose the calibration set; a revisit shows the current set and starts from its numbers."""
     project, _ = page_project(request, pk, Membership.Role.LEAD)
-    form = CalibrationForm(request.POST or None, initial={"size": min(59, project.images.count()) or 59})
-    if request.method == "POST" and form.is_valid():
-        d = {k: v for k, v in form.cleaned_data.items() if v not in (None, "")}
+    n_images = project.images.count()
+    current = phase_services.calibration_current(project)
+    if current:
+        initial = {
+            "method": "manual" if current["method"] == "manual" else "random",
+            "size": current["size"],
+            "calibration_1_size": len(current["calibration_1"]),
+            "n_repeated": len(current["repeated"]),
+            "every_labeler": current["every_labeler"],
+            "seed": current["seed"],
+            "external_ids": ", ".join(i.external_id for i in current["calibration_1"] + current["rest"]),
+        }
+    else:
+        initial = {"method": "random", **phase_services.calibration_defaults(n_images)}
+    form = CalibrationForm(request.POST or None, initial=initial, n_images=n_images)
+    if request.method == "POST" and current and current["locked"]:
+        messages.error(request, "Calibration has started: the calibration set can no longer change.")
+    elif request.method == "POST" and form.is_valid():
         try:
-            phase_services.calibration_configure(project=project, **d)
+            phase_services.calibration_configure(project=project, **form.service_arguments())
         except ValidationError as exc:
             form_add_error(form, exc)
         else:
             messages.success(request, "Calibration set chosen and recorded.")
-            return redirect(project)
-    return render(request, "labeling/project_calibration.html", {"project": project, "form": form})
+            return redirect("project-calibration", pk=project.pk)
+    return render(
+        request,
+        "labeling/project_calibration.html",
+        {
+            "project": project,
+            "form": form,
+            "current": current,
+            "n_images": n_images,
+            "defaults": phase_services.calibration_defaults(n_images),
+            "min_images": phase_services.MIN_STATISTICS_IMAGES,
+        },
+    )
 
 
 @login_required

@@ -55,3 +55,44 @@ def test_close_needs_confirmation_and_reopen_is_recorded(page, live_server, stud
     assert cal1.status == Phase.Status.OPEN
     assert PhaseReopening.objects.get(phase=cal1).reopened_by == study["lead"]
     assert page_errors == []
+
+
+def test_lead_picks_the_calibration_set_by_clicking(page, live_server, study, page_errors, results_dir):
+    from labeling.services.phases import calibration_current
+
+    project = study["project"]
+    sign_in(page, live_server, "lead")
+    page.goto(f"{live_server.url}/projects/{project.id}/calibration/")
+    page.check("input[name=method][value=manual]")
+    tiles = page.locator("#picker-grid .thumb")
+    expect(tiles).to_have_count(8)
+    picked = [img.external_id for img in study["images"][:6]]
+    for external_id in picked:
+        page.click(f"#picker-grid .thumb[data-external-id='{external_id}']")
+    expect(page.locator("#picked-count")).to_have_text("6 images picked.")
+    expect(page.locator("#picker-grid .thumb.picked")).to_have_count(6)
+    # Unpicking by a second click, and finding by id.
+    page.click(f"#picker-grid .thumb[data-external-id='{picked[-1]}']")
+    expect(page.locator("#picked-count")).to_have_text("5 images picked.")
+    page.fill("#picker-search", picked[0])
+    expect(tiles).to_have_count(1)
+    # Too few images for statistics: the warning shows before choosing.
+    page.fill("input[name=calibration_1_size]", "3")
+    expect(page.locator("#calibration-warnings")).to_contain_text("can repeat at most the 3 images")
+    page.fill("input[name=n_repeated]", "3")
+    expect(page.locator("#calibration-warnings")).to_be_visible()
+    expect(page.locator("#calibration-warnings")).to_contain_text("too little data")
+    page.check("input[name=every_labeler]")
+    page.screenshot(path=str(results_dir / "lead-calibration-pick.png"), full_page=True)
+    page.check("input[name=accept_too_few]")
+    page.click("#calibration-form button[type=submit]")
+    expect(page.locator("#current-set")).to_be_visible()
+    current = calibration_current(project)
+    assert current["method"] == "manual" and current["every_labeler"]
+    assert [i.external_id for i in current["calibration_1"] + current["rest"]] == sorted(picked[:3]) + sorted(
+        picked[3:5]
+    )
+    for external_id in picked[:5]:
+        expect(page.locator(f"#current-set [data-external-id='{external_id}']")).to_be_visible()
+    page.screenshot(path=str(results_dir / "lead-calibration-current.png"), full_page=True)
+    assert page_errors == []

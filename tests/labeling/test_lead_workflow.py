@@ -120,3 +120,100 @@ def test_member_form_messages_are_plain_words(client, project, lead, labelers):
     assert "No account is called “nobody”" in unknown
     for page in (already, unknown):
         assert "user:" not in page and "password:" not in page and "username:" not in page
+
+
+def test_calibration_defaults_fit_the_project_and_are_accepted(project, labelers, lead, client):
+    from labeling.services.phases import calibration_current, calibration_defaults
+
+    assert calibration_defaults(13) == {"size": 10, "calibration_1_size": 5, "n_repeated": 5}
+    assert calibration_defaults(100_000) == {"size": 59, "calibration_1_size": 30, "n_repeated": 30}
+    assert calibration_defaults(3) == {"size": 3, "calibration_1_size": 2, "n_repeated": 2}
+    images = add_images(project, 13)
+    client.force_login(lead)
+    page = client.get(f"/projects/{project.id}/calibration/").content.decode()
+    assert "seed 000" not in page and "(59" not in page and ": 59" not in page
+    assert 'name="size" value="10"' in page and 'name="n_repeated" value="5"' in page
+    # The form's own defaults are accepted as they are.
+    r = client.post(
+        f"/projects/{project.id}/calibration/",
+        {"method": "random", "size": 10, "calibration_1_size": 5, "n_repeated": 5, "seed": ""},
+    )
+    assert r.status_code == 302
+    current = calibration_current(project)
+    assert current["size"] == 10 and len(current["calibration_1"]) == 5 and len(current["repeated"]) == 5
+    # A revisit shows the current set (each image by its own id) and starts from its numbers.
+    page = client.get(f"/projects/{project.id}/calibration/").content.decode()
+    assert "The current set" in page
+    for image in current["calibration_1"]:
+        assert f'data-external-id="{image.external_id}"' in page
+    assert f'name="seed" value="{current["seed"]}"' in page
+    assert images
+
+
+def test_calibration_warns_before_a_choice_that_makes_statistics_impossible(project, labelers, lead, client):
+    from labeling.models import Phase
+
+    add_images(project, 13)
+    client.force_login(lead)
+    small = {"method": "random", "size": 4, "calibration_1_size": 2, "n_repeated": 0}
+    page = client.post(f"/projects/{project.id}/calibration/", small).content.decode()
+    assert "too little data" in page and "Choose it anyway" in page
+    assert not Phase.objects.get(project=project, kind="calibration_1").phase_images.exists()
+    r = client.post(f"/projects/{project.id}/calibration/", {**small, "accept_too_few": "on"})
+    assert r.status_code == 302
+    assert Phase.objects.get(project=project, kind="calibration_1").phase_images.count() == 2
+    # Plain words for numbers that do not fit together, next to their field.
+    page = client.post(
+        f"/projects/{project.id}/calibration/",
+        {"method": "random", "size": 8, "calibration_1_size": 4, "n_repeated": 6},
+    ).content.decode()
+    assert "Calibration 2 can repeat at most the 4 images of calibration 1." in page
+
+
+def test_calibration_by_external_ids_and_every_labeler(project, labelers, lead, client, client_for):
+    from labeling.models import Phase
+    from labeling.services.phases import phase_get, phase_open
+
+    images = add_images(project, 12)
+    client.force_login(lead)
+    picked = [i.external_id for i in images[:6]]
+    page = client.post(
+        f"/projects/{project.id}/calibration/",
+        {
+            "method": "manual",
+            "external_ids": "nope_1\n" + ", ".join(picked),
+            "calibration_1_size": 3,
+            "accept_too_few": "on",
+        },
+    ).content.decode()
+    assert "No image of this project has the id nope_1." in page
+    r = client.post(
+        f"/projects/{project.id}/calibration/",
+        {
+            "method": "manual",
+            "external_ids": "\n".join(picked),
+            "calibration_1_size": 3,
+            "n_repeated": 3,
+            "every_labeler": "on",
+            "accept_too_few": "on",
+        },
+    )
+    assert r.status_code == 302
+    cal1 = phase_get(project, Phase.Kind.CALIBRATION_1)
+    assert cal1.selection_method == "manual" and cal1.every_labeler
+    assert set(cal1.phase_images.values_list("image__external_id", flat=True)) == set(picked[:3])
+    api = client_for(lead)
+    r = api.post(f"/api/projects/{project.id}/calibration/", {"external_ids": ["nope"]}, format="json")
+    assert r.status_code == 400 and r.json() == {"external_ids": ["No image of this project has the id nope."]}
+    r = api.post(
+        f"/api/projects/{project.id}/calibration/",
+        {"external_ids": picked, "calibration_1_size": 3, "n_repeated": 3, "every_labeler": True},
+        format="json",
+    )
+    assert r.status_code == 200 and r.json()[0]["every_labeler"] is True
+    cal1 = phase_open(phase=cal1, labels_per_image=2)
+    # Every labeler labels every calibration image, whatever labels-per-image says.
+    assert cal1.assignments.count() == 3 * len(labelers) and cal1.labels_per_image == len(labelers)
+    # The API searches images by their own ids.
+    found = api.get(f"/api/projects/{project.id}/images/", {"search": picked[0]}).json()
+    assert [r["external_id"] for r in found["results"]] == [picked[0]]

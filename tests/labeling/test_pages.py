@@ -96,7 +96,8 @@ def test_phase_page_controls(client, project, lead, labelers):
     add_images(project, 6)
     client.force_login(lead)
     r = client.post(
-        f"/projects/{project.id}/calibration/", {"size": 4, "calibration_1_size": 2, "n_repeated": 1, "seed": 3}
+        f"/projects/{project.id}/calibration/",
+        {"size": 4, "calibration_1_size": 2, "n_repeated": 1, "seed": 3, "accept_too_few": "on"},
     )
     assert r.status_code == 302
     cal1 = project.phases.get(kind="calibration_1")

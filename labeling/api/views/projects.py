@@ -1,5 +1,6 @@
 """``/api/projects/``: projects, their members, images, imports, phases, calibration and jobs."""
 
+from django.db.models import Q
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -61,6 +62,7 @@ class ProjectViewSet(
             OpenApiParameter("subject", str, description="Subject id"),
             OpenApiParameter("attr", str, description="Attribute filter key:value (repeatable)"),
             OpenApiParameter("phase", int, description="Only images of this phase"),
+            OpenApiParameter("search", str, description="Part of the image's own id or file name"),
         ],
         responses=s.ImageSerializer(many=True),
     )
@@ -70,6 +72,9 @@ class ProjectViewSet(
         qs = project.images.select_related("subject").order_by("id")
         if subject := request.query_params.get("subject"):
             qs = qs.filter(subject__external_id=subject)
+        if search := request.query_params.get("search", "").strip()[:200]:
+            # The image's own id (as in the lead's manifest) or its file name.
+            qs = qs.filter(Q(external_id__icontains=search) | Q(original_filename__icontains=search))
         if phase := request.query_params.get("phase"):
             if not phase.isdigit():
                 raise ValidationError({"phase": "A phase id."})
