@@ -54,6 +54,8 @@ TIME_LIMITS = {
     queue.CONSENSUS_REFRESH: (600, 570),
     # A whole dataset release: its tables, data card, optional images and zip (see services.releases.build).
     queue.RELEASE_BUILD: (RELEASE_TASK_TIME_LIMIT, RELEASE_TASK_SOFT_TIME_LIMIT),
+    # One evaluation report: 50,000 samples with the permutation null take about a minute here.
+    queue.EVALUATION_RUN: (1800, 1740),
 }
 
 
@@ -153,3 +155,25 @@ def release_build_task(self, release_id: int) -> str:
         release_fail(release, "The release took longer than its time limit and was stopped; nothing was published.")
         return "failed"
     return release.status
+
+
+# --- fairness evaluation runs -------------------------------------------------------
+
+
+@shared_task(**_options(queue.EVALUATION_RUN))
+def evaluation_run_task(self, run_id: int) -> str:
+    """Compute an evaluation run's report. Safe to run again: a finished run is left alone, an unfinished
+    one starts afresh."""
+    from .models import EvaluationRun
+    from .services.evaluations import evaluation_fail, evaluation_run
+
+    run = EvaluationRun.objects.select_related("project__scale").filter(pk=run_id).first()
+    if run is None:
+        return "missing"
+    try:
+        run = evaluation_run(run)
+    except SoftTimeLimitExceeded:
+        logger.warning("evaluation %s hit its time limit", run_id)
+        evaluation_fail(run, "The report took longer than its time limit and was stopped.")
+        return "failed"
+    return run.status

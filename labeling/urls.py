@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from .views import baselines, consensus, labeler, lead, media, releases
+from .views import baselines, consensus, evaluations, labeler, lead, media, releases
 from .views.auth import ThrottledLoginView
 
 urlpatterns = [
@@ -48,4 +48,21 @@ urlpatterns = [
     path("projects/<int:pk>/releases/", releases.releases_page, name="releases"),
     path("projects/<int:pk>/releases/<int:version>/", releases.release_page, name="release-page"),
     path("projects/<int:pk>/releases/<int:version>/cancel/", releases.release_cancel_page, name="release-cancel-page"),
+    # Fairness evaluations of models against a release (leads and reviewers)
+    path("projects/<int:pk>/evaluations/", evaluations.evaluations_page, name="evaluations"),
+    path("projects/<int:pk>/evaluations/compare/", evaluations.evaluation_compare_page, name="evaluation-compare"),
+    path(
+        "projects/<int:pk>/evaluations/gates/", evaluations.evaluation_gate_create_page, name="evaluation-gate-create"
+    ),
+    path(
+        "projects/<int:pk>/evaluations/gates/<int:gate_id>/delete/",
+        evaluations.evaluation_gate_delete_page,
+        name="evaluation-gate-delete",
+    ),
+    path("projects/<int:pk>/evaluations/<int:run_id>/", evaluations.evaluation_page, name="evaluation-page"),
+    path(
+        "projects/<int:pk>/evaluations/<int:run_id>/files/<path:path>",
+        evaluations.evaluation_file_page,
+        name="evaluation-file",
+    ),
 ]

@@ -5,6 +5,7 @@ from rest_framework.routers import DefaultRouter
 
 from .views.auth import ThrottledObtainAuthToken
 from .views.dashboards import ProjectDashboardViewSet
+from .views.evaluations import EvaluationGateViewSet, EvaluationViewSet
 from .views.images import ImageViewSet
 from .views.imports import ImportBatchViewSet
 from .views.jobs import JobViewSet
@@ -22,6 +23,9 @@ router.register("projects", ProjectViewSet, basename="project")
 router.register("projects", ProjectDashboardViewSet, basename="api")
 # A project's dataset releases: /api/projects/{id}/releases/ (release-list, release-detail, release-files, ...)
 router.register(r"projects/(?P<project_pk>[^/.]+)/releases", ReleaseViewSet, basename="release")
+# Fairness evaluation runs (public, for CI): /api/projects/{id}/evaluations/ (evaluation-list, -detail, -report, -gate, ...)
+router.register(r"projects/(?P<project_pk>[^/.]+)/evaluations", EvaluationViewSet, basename="evaluation")
+router.register(r"projects/(?P<project_pk>[^/.]+)/evaluation-gates", EvaluationGateViewSet, basename="evaluation-gate")
 router.register("imports", ImportBatchViewSet, basename="import")
 router.register("images", ImageViewSet, basename="image")
 router.register("phases", PhaseViewSet, basename="phase")
@@ -37,6 +41,11 @@ urlpatterns = [
         "projects/<int:project_pk>/releases/<int:version>/files/<path:path>",
         ReleaseViewSet.as_view({"get": "files"}),
         name="release-files",
+    ),
+    path(
+        "projects/<int:project_pk>/evaluations/<int:pk>/files/<path:path>",
+        EvaluationViewSet.as_view({"get": "files"}),
+        name="evaluation-files",
     ),
     path("", include(router.urls)),
 ]

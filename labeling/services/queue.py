@@ -23,6 +23,7 @@ BASELINE_RUN = "labeling.tasks.baseline_run_task"
 BASELINE_BATCH = "labeling.tasks.baseline_batch_task"
 CONSENSUS_REFRESH = "labeling.tasks.consensus_refresh_task"
 RELEASE_BUILD = "labeling.tasks.release_build_task"
+EVALUATION_RUN = "labeling.tasks.evaluation_run_task"
 
 #: Every task name; ``labeling.tasks`` registers exactly these (a test checks it).
 TASK_NAMES = (
@@ -32,6 +33,7 @@ TASK_NAMES = (
     BASELINE_BATCH,
     CONSENSUS_REFRESH,
     RELEASE_BUILD,
+    EVALUATION_RUN,
 )
 
 

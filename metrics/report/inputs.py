@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -61,6 +62,8 @@ class ReportOptions:
     seed: int = 0
     #: Tones of the skin-tone scale (10 for MST) for the composition section; None: the deepest tone present.
     tone_levels: int | None = None
+    #: Called with the name of each step as it starts ("gender", "skin_tone", ..., "figures"): progress.
+    on_step: Callable[[str], None] | None = None
 
 
 def derive_errors(prediction, truth, kind: str) -> np.ndarray:

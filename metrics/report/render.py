@@ -314,6 +314,8 @@ def write_report(options: ReportOptions) -> dict:
         Invalid inputs.
     """
     report = build_report(options)
+    if options.on_step is not None:
+        options.on_step("figures")
     figures = _figures(report, options)
     report["figures"] = [
         {"title": f["title"], "png": f"figures/{f['slug']}.png", "svg": f"figures/{f['slug']}.svg"} for f in figures

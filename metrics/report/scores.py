@@ -78,7 +78,13 @@ def build_report(options: ReportOptions) -> dict:
     }
     problems = []
     results: dict = {}
+
+    def step(name: str) -> None:
+        if options.on_step is not None:
+            options.on_step(name)
+
     if options.gender:
+        step("gender")
         try:
             result = unfairness.categorical_unfairness(
                 errors,
@@ -95,6 +101,7 @@ def build_report(options: ReportOptions) -> dict:
     ):
         if not column:
             continue
+        step(key)
         try:
             attribute = merged[column].to_numpy(dtype=np.float64)
             result = unfairness.continuous_unfairness(errors, attribute, alpha=options.alpha)
@@ -124,6 +131,7 @@ def build_report(options: ReportOptions) -> dict:
         except ValueError as exc:
             raise ReportInputError([f"skin tone ({options.skin_tone}): {exc}"]) from None
     if options.tone_min and options.tone_max:
+        step("label_uncertainty")
         try:
             check = unfairness.label_uncertainty(
                 errors,
@@ -152,6 +160,7 @@ def build_report(options: ReportOptions) -> dict:
             "per_labeler": check.per_labeler,
         }
     if options.skin_tone and options.body_shape:
+        step("intersectional")
         progress = options.progress
         if progress is None:
             progress = len(merged) >= _PROGRESS_ROWS

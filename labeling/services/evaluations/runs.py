@@ -1,0 +1,384 @@
+"""Evaluation runs: a model's results joined with a release and scored by ``metrics`` in a background job.
+
+:func:`evaluation_create` validates the upload and the options, joins the results with the release at
+once (the user sees what matched before anything is stored; nothing is kept when the join fails) and
+queues :func:`evaluation_run`, which calls ``metrics.report.write_report`` on the joined table. Every
+number of the report comes from ``metrics``; this module only reads, joins and stores.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.files import File
+from django.db import transaction
+from django.utils import timezone
+
+from metrics.report import ReportInputError, ReportOptions, tone_composition, write_report
+
+from ...models import EvaluationRun, Job, Project, Release
+from .. import queue
+from ..releases import release_file_path
+from ..releases.tables import FIXED_IMAGE_COLUMNS
+from .joining import KEY, JoinSpec, ResultsError, join_results, read_results, release_samples
+
+logger = logging.getLogger(__name__)
+
+#: Largest results file accepted (bytes).
+MAX_RESULTS_BYTES = 200 * 1024 * 1024
+#: The worst images of a flagged region shown as thumbnails.
+WORST_IMAGES = 12
+#: Options a run accepts, with their defaults (seed 000's where the seed gives one).
+DEFAULT_OPTIONS: dict[str, Any] = {
+    "threshold": 2.0,
+    "alpha": 0.05,
+    "cluster_error_threshold": None,
+    "min_samples": 10,
+    "min_cluster_size": 10,
+    "min_fraction": 0.7,
+    "permutations": 199,
+    "band_permutations": 999,
+    "uncertainty_draws": 100,
+    "n_bands": 5,
+    "seed": 0,
+    "gender_column": None,
+    "body_shape_column": None,
+    "groups": None,
+}
+#: Threshold when the error is a classification's 0/1 mistake (a group's mean error is its error rate).
+CLASSIFICATION_THRESHOLD = 0.1
+
+
+def evaluation_dir(run: EvaluationRun) -> Path:
+    return Path(settings.MEDIA_ROOT) / "evaluations" / str(int(run.project_id)) / str(int(run.pk))
+
+
+def evaluation_file_path(run: EvaluationRun, relative: str) -> Path | None:
+    """A file of a finished run (report.json, report.html, figures/*.png|svg), or None; nothing else is served."""
+    if run.status != EvaluationRun.Status.DONE:
+        return None
+    allowed = {"report.json", "report.html"} | {
+        name for f in (run.report or {}).get("figures", []) for name in (f.get("png"), f.get("svg")) if name
+    }
+    if relative not in allowed:
+        return None
+    base = (evaluation_dir(run) / "report").resolve()
+    path = (base / relative).resolve()
+    if base not in path.parents or not path.is_file():
+        return None
+    return path
+
+
+def _release_images(release: Release) -> pd.DataFrame:
+    path = release_file_path(release, "images.parquet")
+    if path is None:
+        raise ValidationError({"release": "This release has no images table (was it published?)."})
+    return pq.read_table(path).to_pandas()
+
+
+def release_attributes(release: Release) -> tuple[list[str], list[str]]:
+    """(categorical, numeric) subject-attribute columns of a release's images table."""
+    path = release_file_path(release, "images.parquet")
+    if path is None:
+        return [], []
+    schema = pq.read_schema(path)
+    categorical, numeric = [], []
+    for f in schema:
+        if f.name in FIXED_IMAGE_COLUMNS:
+            continue
+        (categorical if str(f.type) == "string" else numeric).append(f.name)
+    return categorical, numeric
+
+
+def _number(options: dict, name: str, kind, *, low=None, high=None, problems: dict) -> None:
+    value = options.get(name, DEFAULT_OPTIONS.get(name))
+    if value is None or value == "":
+        options[name] = None if DEFAULT_OPTIONS.get(name) is None else DEFAULT_OPTIONS[name]
+        return
+    try:
+        number = kind(value)
+        if kind is float and not np.isfinite(number):
+            raise ValueError
+    except (TypeError, ValueError):
+        problems[name] = f"{name.replace('_', ' ')} must be a {'whole ' if kind is int else ''}number, got {value!r}"
+        return
+    if (low is not None and number < low) or (high is not None and number > high):
+        bounds = f"between {low} and {high}" if high is not None else f"at least {low}"
+        problems[name] = f"{name.replace('_', ' ')} must be {bounds}, got {number}"
+        return
+    options[name] = number
+
+
+def options_clean(raw: dict[str, Any], release: Release, *, error_kind: str = "regression") -> dict[str, Any]:
+    """The run's options with defaults, validated against the release's columns (ValidationError per field)."""
+    unknown = sorted(set(raw) - set(DEFAULT_OPTIONS))
+    problems: dict[str, str] = {}
+    if unknown:
+        problems["options"] = f"unknown option(s) {', '.join(unknown)}; known: {', '.join(DEFAULT_OPTIONS)}"
+    options = {**DEFAULT_OPTIONS, **{k: v for k, v in raw.items() if k in DEFAULT_OPTIONS}}
+    if error_kind == "classification" and raw.get("threshold") in (None, ""):
+        options["threshold"] = CLASSIFICATION_THRESHOLD
+    _number(options, "threshold", float, low=1e-12, problems=problems)
+    _number(options, "alpha", float, low=1e-6, high=0.5, problems=problems)
+    _number(options, "cluster_error_threshold", float, low=0, problems=problems)
+    _number(options, "min_samples", int, low=2, high=1000, problems=problems)
+    _number(options, "min_cluster_size", int, low=2, high=100000, problems=problems)
+    _number(options, "min_fraction", float, low=0.01, high=1, problems=problems)
+    _number(options, "permutations", int, low=0, high=2000, problems=problems)
+    _number(options, "band_permutations", int, low=99, high=9999, problems=problems)
+    _number(options, "uncertainty_draws", int, low=1, high=1000, problems=problems)
+    _number(options, "n_bands", int, low=2, high=10, problems=problems)
+    _number(options, "seed", int, low=0, problems=problems)
+    categorical, numeric = release_attributes(release)
+    gender = options.get("gender_column")
+    if gender in (None, ""):
+        gender = "gender" if "gender" in categorical else None
+    elif gender not in categorical:
+        problems["gender_column"] = (
+            f"{gender!r} is not a text attribute of release v{release.version}; "
+            f"it has {', '.join(categorical) or 'none'}"
+        )
+    body = options.get("body_shape_column")
+    if body in (None, ""):
+        body = next((c for c in numeric if "body" in c.lower()), None)
+    elif body not in numeric:
+        problems["body_shape_column"] = (
+            f"{body!r} is not a numeric attribute of release v{release.version}; it has {', '.join(numeric) or 'none'}"
+        )
+    groups = options.get("groups")
+    if groups in (None, ""):
+        groups = [c for c in categorical if c != gender][:2]
+        groups = ([gender] if gender else []) + groups
+    else:
+        if isinstance(groups, str):
+            groups = [g.strip() for g in groups.split(",") if g.strip()]
+        if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
+            problems["groups"] = "groups must be a list of attribute names"
+            groups = []
+        bad = [g for g in groups if g not in categorical]
+        if bad:
+            problems["groups"] = f"not text attributes of the release: {', '.join(bad)}"
+    if problems:
+        raise ValidationError(problems)
+    options.update(gender_column=gender, body_shape_column=body, groups=list(dict.fromkeys(groups)))
+    return options
+
+
+def evaluation_create(
+    *,
+    project: Project,
+    user,
+    release: Release,
+    upload,
+    name: str,
+    model_name: str = "",
+    spec: JoinSpec | None = None,
+    options: dict[str, Any] | None = None,
+) -> EvaluationRun:
+    """Validate, join and store a run, and queue its report. Nothing is stored when anything is wrong.
+
+    Raises
+    ------
+    django.core.exceptions.ValidationError
+        Per field: name, release (not this project's, not published), file (type, size, unreadable),
+        options, and the join (``results``: one line per problem; ``join``: what was counted).
+    """
+    spec = spec or JoinSpec()
+    problems: dict[str, Any] = {}
+    name = (name or "").strip()
+    if not name:
+        problems["name"] = "Give the run a name (e.g. the model and its version)."
+    elif len(name) > 200:
+        problems["name"] = "Use at most 200 characters."
+    if len(model_name or "") > 200:
+        problems["model_name"] = "Use at most 200 characters."
+    if release is None or release.project_id != project.pk:
+        problems["release"] = "Choose one of this project's releases."
+    elif release.status != Release.Status.PUBLISHED:
+        problems["release"] = f"Release v{release.version} is {release.get_status_display().lower()}, not published."
+    suffix = Path(getattr(upload, "name", "") or "").suffix.lower()
+    if upload is None:
+        problems["file"] = "Upload the model's results (.csv, .jsonl or .parquet)."
+    elif suffix not in {".csv", ".jsonl", ".ndjson", ".parquet"}:
+        problems["file"] = f"Unknown file type {suffix or '(none)'!r}: upload a .csv, .jsonl or .parquet file."
+    elif upload.size > MAX_RESULTS_BYTES:
+        problems["file"] = f"The file is {upload.size / 1e6:.0f} MB; the limit is {MAX_RESULTS_BYTES / 1e6:.0f} MB."
+    if problems:
+        raise ValidationError(problems)
+    options = options_clean(options or {}, release, error_kind=spec.error_kind if spec.prediction_column else "")
+
+    work = Path(tempfile.mkdtemp(prefix="evaluation-"))
+    try:
+        raw = work / f"results{suffix}"
+        with raw.open("wb") as out:
+            for chunk in upload.chunks():
+                out.write(chunk)
+        images = _release_images(release)
+        attributes = [c for c in [options["gender_column"], options["body_shape_column"], *options["groups"]] if c]
+        try:
+            results = read_results(raw)
+            joined, join = join_results(results, lambda on: release_samples(images, on, attributes), spec)
+        except ResultsError as exc:
+            refused = ValidationError({"results": exc.problems})
+            refused.join = exc.join  # what was counted, for the page and the API's answer
+            raise refused from None
+        tones = images.loc[~images["excluded"].fillna(False).astype(bool), "final_value"].to_numpy(dtype=float)
+        composition = tone_composition(tones[np.isfinite(tones)], project.scale.tones.count()) if tones.size else None
+        with transaction.atomic():
+            job = Job.objects.create(
+                project=project,
+                kind=Job.Kind.EVALUATION,
+                parameters={"release": release.version, "name": name},
+                total=6,
+                created_by=user if user is not None and user.is_authenticated else None,
+            )
+            run = EvaluationRun(
+                project=project,
+                release=release,
+                name=name,
+                model_name=(model_name or "").strip(),
+                options={**options, "error_kind": spec.error_kind if spec.prediction_column else "given"},
+                join=join,
+                report={"release_composition": composition},
+                job=job,
+                created_by=job.created_by,
+            )
+            with raw.open("rb") as handle:
+                run.predictions.save(f"{project.pk}/results{suffix}", File(handle), save=False)
+            run.save()
+            job.parameters["evaluation_id"] = run.pk
+            job.save(update_fields=["parameters"])
+            target = evaluation_dir(run)
+            target.mkdir(parents=True, exist_ok=True)
+            joined.to_parquet(target / "joined.parquet", index=False)
+            transaction.on_commit(lambda: queue.enqueue(queue.EVALUATION_RUN, run.pk))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    run.refresh_from_db()
+    return run
+
+
+def _job_step(run: EvaluationRun, done: int, message: str) -> None:
+    if run.job_id:
+        Job.objects.filter(pk=run.job_id).update(done=done, message=message)
+
+
+def evaluation_fail(run: EvaluationRun, error: str) -> None:
+    now = timezone.now()
+    EvaluationRun.objects.filter(pk=run.pk).update(status=EvaluationRun.Status.FAILED, error=error, finished_at=now)
+    if run.job_id:
+        Job.objects.filter(pk=run.job_id).update(status=Job.Status.FAILED, message=error[:500], finished_at=now)
+
+
+_STEPS = {"gender": 1, "skin_tone": 2, "body_shape": 2, "label_uncertainty": 3, "intersectional": 4, "figures": 5}
+
+
+def evaluation_run(run: EvaluationRun) -> EvaluationRun:
+    """Compute the run's report with ``metrics.report.write_report`` (safe to run again: starts afresh)."""
+    if run.status == EvaluationRun.Status.DONE:
+        return run
+    now = timezone.now()
+    EvaluationRun.objects.filter(pk=run.pk).update(status=EvaluationRun.Status.RUNNING, error="")
+    if run.job_id:
+        Job.objects.filter(pk=run.job_id).update(status=Job.Status.RUNNING, started_at=now, done=0)
+    base = evaluation_dir(run)
+    joined = base / "joined.parquet"
+    out = base / "report"
+    shutil.rmtree(out, ignore_errors=True)
+    o = run.options
+    columns = pq.read_schema(joined).names
+    uncertainty = "min" in columns and "max" in columns
+    options = ReportOptions(
+        attributes=joined,
+        predictions=joined,
+        out=out,
+        on=KEY,
+        error="error",
+        skin_tone="final_value",
+        gender=o.get("gender_column"),
+        body_shape=o.get("body_shape_column"),
+        threshold=o["threshold"],
+        alpha=o["alpha"],
+        cluster_error_threshold=o.get("cluster_error_threshold"),
+        min_samples=o["min_samples"],
+        min_cluster_size=o["min_cluster_size"],
+        min_fraction=o["min_fraction"],
+        progress=False,
+        groups=list(o.get("groups") or []),
+        n_bands=o["n_bands"],
+        permutations=o["permutations"],
+        band_permutations=o["band_permutations"],
+        tone_min="min" if uncertainty else None,
+        tone_max="max" if uncertainty else None,
+        uncertainty_draws=o["uncertainty_draws"],
+        seed=o["seed"],
+        tone_levels=run.project.scale.tones.count(),
+        on_step=lambda step: _job_step(run, _STEPS.get(step, 0), f"Computing: {step.replace('_', ' ')}"),
+    )
+    try:
+        content = write_report(options)
+    except ReportInputError as exc:
+        evaluation_fail(run, "The report could not be computed: " + "; ".join(exc.problems))
+        run.refresh_from_db()
+        return run
+    stored = _stored(content, run)
+    finished = timezone.now()
+    EvaluationRun.objects.filter(pk=run.pk).update(
+        status=EvaluationRun.Status.DONE, report=stored, finished_at=finished, error=""
+    )
+    if run.job_id:
+        Job.objects.filter(pk=run.job_id).update(
+            status=Job.Status.DONE, done=6, message="Report ready.", finished_at=finished
+        )
+    run.refresh_from_db()
+    return run
+
+
+def _stored(content: dict, run: EvaluationRun) -> dict:
+    """The report kept in the database: everything but the member lists (they stay in report.json)."""
+    stored = json.loads(json.dumps(content))
+    inter = stored.get("intersectional")
+    if inter:
+        inter["members"] = len(inter.get("members", []))
+        for finding in inter.get("findings", []):
+            finding["members"] = len(finding.get("members", []))
+    stored["release_composition"] = (run.report or {}).get("release_composition")
+    return stored
+
+
+def worst_images(run: EvaluationRun, limit: int = WORST_IMAGES) -> list[dict]:
+    """The highest-error images of each flagged region (leads and reviewers see them as thumbnails)."""
+    path = evaluation_file_path(run, "report.json")
+    if path is None:
+        return []
+    report = json.loads(path.read_text(encoding="utf-8"))
+    findings = (report.get("intersectional") or {}).get("findings") or []
+    if not findings:
+        return []
+    joined = pd.read_parquet(evaluation_dir(run) / "joined.parquet", columns=[KEY, "image_id", "error"])
+    joined = joined.set_index(KEY)
+    regions = []
+    for finding in findings[:3]:
+        members = joined.loc[joined.index.intersection(finding["members"])]
+        top = members.sort_values("error", ascending=False).head(limit)
+        regions.append(
+            {
+                "description": finding["description"],
+                "n_customers": finding["n_customers"],
+                "images": [
+                    {"key": str(key), "image_id": int(row.image_id), "error": float(row.error)}
+                    for key, row in top.iterrows()
+                ],
+            }
+        )
+    return regions

@@ -1,0 +1,343 @@
+"""Evaluation runs in the app: upload, join report, the background report (the same as the CLI's),
+bad input refused whole, roles, gates, comparison, pages."""
+
+import io
+import json
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from labeling.models import EvaluationRun, Job, Membership, Subject
+from labeling.services import evaluations as evaluation_services
+from labeling.services import releases as release_services
+from metrics.report import ReportOptions, build_report
+from tests.factories import MembershipFactory, UserFactory
+from tests.labeling.helpers import add_images
+from tests.labeling.test_releases import CARD, INCLUDE_ALL, phases_of, put
+
+N_IMAGES = 60
+FAST = {"permutations": 19, "band_permutations": 99, "uncertainty_draws": 10}
+
+
+@pytest.fixture(autouse=True)
+def eager(monkeypatch):
+    """Reports computed in this process (these tests never commit; tests/test_real_services.py covers the worker)."""
+    from config.celery import app
+
+    monkeypatch.setattr(app.conf, "task_always_eager", True)
+
+
+@pytest.fixture
+def media(settings, tmp_path):
+    settings.MEDIA_ROOT = str(tmp_path / "media")
+    return tmp_path / "media"
+
+
+@pytest.fixture
+def released(project, lead, media):
+    """60 images of 30 subjects (gender, body shape), three labels each in the main phase, released as v1."""
+    team = [
+        MembershipFactory(project=project, user=UserFactory(username=f"rater{i}"), pseudonym=f"L{i}")
+        for i in range(1, 4)
+    ]
+    images = add_images(project, N_IMAGES, subjects=30)
+    rng = np.random.default_rng(0)
+    for i, subject in enumerate(Subject.objects.filter(project=project).order_by("external_id")):
+        subject.attributes = {
+            "gender": ["woman", "man", "nonbinary"][i % 3],
+            "body_shape": float(rng.normal(0.3, 0.05)),
+        }
+        subject.save()
+    main = phases_of(project)["main"]
+    for k, image in enumerate(images):
+        tone = 1 + k % 10
+        for m, shift in zip(team, (0, 0, 1 if tone < 10 else -1), strict=True):
+            put(main, image, m, [tone + shift])
+    release = release_services.release_request(
+        project=project, user=lead, rule={"include": INCLUDE_ALL}, card_text=CARD, with_images=False
+    )
+    release = release_services.release_build(release)
+    table = pq.read_table(release_services.release_file_path(release, "images.parquet")).to_pandas()
+    return {"project": project, "release": release, "images": table}
+
+
+def results_for(table, *, planted=1.5, seed=1, id_column="external_id"):
+    """A model's boundary error per image: about 1 mm everywhere, ``planted`` mm more at MST 9-10."""
+    rng = np.random.default_rng(seed)
+    error = np.abs(rng.normal(1.0, 0.3, len(table))) + planted * (table["final_value"].to_numpy() >= 8.5)
+    return pd.DataFrame({id_column: table[id_column].astype(str), "error": error})
+
+
+def upload(frame, name="results.csv"):
+    buffer = io.BytesIO()
+    if name.endswith(".csv"):
+        buffer.write(frame.to_csv(index=False).encode())
+    elif name.endswith(".jsonl"):
+        buffer.write(frame.to_json(orient="records", lines=True).encode())
+    else:
+        frame.to_parquet(buffer, index=False)
+    buffer.seek(0)
+    buffer.name = name
+    return buffer
+
+
+def post(api, project, frame, *, name="model A", filename="results.csv", capture=None, **fields):
+    body = {
+        "file": upload(frame, filename),
+        "release": 1,
+        "name": name,
+        "model_name": fields.pop("model_name", "segmenter"),
+        "options": json.dumps({**FAST, **fields.pop("options", {})}),
+        **fields,
+    }
+    if capture is None:
+        return api.post(f"/api/projects/{project.pk}/evaluations/", body, format="multipart")
+    with capture(execute=True):
+        return api.post(f"/api/projects/{project.pk}/evaluations/", body, format="multipart")
+
+
+def test_api_run_joins_scores_and_matches_the_command_line(
+    released, lead, client_for, django_capture_on_commit_callbacks, tmp_path
+):
+    project, table = released["project"], released["images"]
+    results = results_for(table)
+    api = client_for(lead)
+    created = post(api, project, results, filename="results.parquet", capture=django_capture_on_commit_callbacks)
+    assert created.status_code == 201, created.json()
+    run = created.json()
+    assert run["join"]["matched"] == N_IMAGES and run["join"]["unknown"] == 0 and run["join"]["missing"] == 0
+    detail = api.get(f"/api/projects/{project.pk}/evaluations/{run['id']}/").json()
+    assert detail["status"] == "done", detail
+    assert detail["job"]["done"] == detail["job"]["total"]
+    report = json.loads(b"".join(api.get(detail["report_url"]).streaming_content))
+
+    # The same files through the command line's code give the same numbers.
+    attributes = tmp_path / "images.parquet"
+    table.to_parquet(attributes)
+    predictions = tmp_path / "results.csv"
+    results.to_csv(predictions, index=False)
+    expected = build_report(
+        ReportOptions(
+            attributes=attributes,
+            predictions=predictions,
+            out=tmp_path / "out",
+            on="external_id",
+            skin_tone="final_value",
+            gender="gender",
+            body_shape="body_shape",
+            tone_min="min",
+            tone_max="max",
+            groups=["gender"],
+            progress=False,
+            tone_levels=10,
+            permutations=19,
+            band_permutations=99,
+            uncertainty_draws=10,
+        )
+    )
+    for key in ("gender", "skin_tone", "body_shape"):
+        assert report[key]["p_value"] == pytest.approx(expected[key]["p_value"])
+        assert report[key]["score"] == pytest.approx(expected[key]["score"])
+    assert report["skin_tone"]["verdict"]["level"] == expected["skin_tone"]["verdict"]["level"] != "negligible"
+    assert report["skin_tone"]["bands"]["worse_end"] == "high"
+    assert report["intersectional"]["n_customers"] == expected["intersectional"]["n_customers"]
+    assert report["composition"]["n"] == N_IMAGES
+    assert report["gender"]["n_pairs"] == 3  # three genders: Holm over three pairs
+    # Figures as PNG and SVG, downloadable.
+    for figure in report["figures"]:
+        for kind in ("png", "svg"):
+            got = api.get(f"/api/projects/{project.pk}/evaluations/{run['id']}/files/{figure[kind]}")
+            assert got.status_code == 200, figure[kind]
+    for bad in ("../../joined.parquet", "joined.parquet", "/etc/passwd", "figures/x.png"):
+        assert api.get(f"/api/projects/{project.pk}/evaluations/{run['id']}/files/{bad}").status_code == 404
+    job = Job.objects.get(pk=EvaluationRun.objects.get(pk=run["id"]).job_id)
+    assert job.kind == Job.Kind.EVALUATION and job.status == Job.Status.DONE
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda f: f.rename(columns={"error": "loss"}), "error column 'error' is not in the file"),
+        (lambda f: pd.concat([f, f.head(2)]), "appear more than once"),
+        (lambda f: f.assign(error=["x"] + list(f["error"][1:])), "non-numeric or missing error"),
+        (lambda f: f.assign(external_id="nope-" + f["external_id"]), "too few results match the release"),
+        (lambda f: f.head(5), "too few results match the release"),
+    ],
+)
+def test_bad_results_are_refused_whole_with_a_clear_message(released, lead, client_for, change, message, media):
+    project = released["project"]
+    response = post(client_for(lead), project, change(results_for(released["images"])))
+    assert response.status_code == 400
+    assert message in json.dumps(response.json()), response.json()
+    assert not EvaluationRun.objects.exists() and not Job.objects.filter(kind=Job.Kind.EVALUATION).exists()
+    assert not (media / "evaluations").exists() or not any((media / "evaluations").rglob("*.parquet"))
+
+
+def test_bad_options_files_and_releases_are_refused(released, lead, client_for):
+    project, table = released["project"], released["images"]
+    api = client_for(lead)
+    bad_options = post(api, project, results_for(table), options={"threshold": -1, "colour": 1})
+    assert bad_options.status_code == 400
+    assert set(bad_options.json()) >= {"threshold", "options"}
+    wrong_type = api.post(
+        f"/api/projects/{project.pk}/evaluations/",
+        {"file": upload(results_for(table), "results.xlsx"), "release": 1, "name": "x"},
+        format="multipart",
+    )
+    assert wrong_type.status_code == 400 and "file" in wrong_type.json()
+    garbage = io.BytesIO(b"\x00\x01 not parquet")
+    garbage.name = "r.parquet"
+    unreadable = api.post(
+        f"/api/projects/{project.pk}/evaluations/", {"file": garbage, "release": 1, "name": "x"}, format="multipart"
+    )
+    assert unreadable.status_code == 400 and "cannot be read" in json.dumps(unreadable.json())
+    assert post(api, project, results_for(table), release=7).status_code == 400
+    assert post(api, project, results_for(table), gender_column="x").status_code == 201  # unknown fields ignored
+    assert post(api, project, results_for(table), options={"gender_column": "shoe"}).status_code == 400
+    assert EvaluationRun.objects.count() == 1
+
+
+def test_results_by_image_id_per_subject_and_derived_errors(
+    released, lead, client_for, django_capture_on_commit_callbacks
+):
+    project, table = released["project"], released["images"]
+    api = client_for(lead)
+    by_id = results_for(table, id_column="image_id")
+    ok = post(api, project, by_id, filename="r.jsonl", capture=django_capture_on_commit_callbacks)
+    assert ok.status_code == 201 and ok.json()["join"]["match_on"] == "image_id"
+    per_subject = table.groupby("subject_id", as_index=False).agg(final_value=("final_value", "mean"))
+    per_subject["error"] = 1.0 + (per_subject["final_value"] >= 8.5) + np.linspace(0, 0.1, len(per_subject))
+    subject = post(api, project, per_subject[["subject_id", "error"]], options={"min_samples": 3})
+    assert subject.status_code == 201, subject.json()
+    assert subject.json()["join"]["matched"] == 30 and subject.json()["join"]["match_on"] == "subject_id"
+    truth = pd.DataFrame(
+        {
+            "external_id": table["external_id"],
+            "label": np.where(table["final_value"] >= 8.5, "cat", "dog"),
+            "predicted": "dog",
+        }
+    )
+    derived = post(
+        api,
+        project,
+        truth,
+        prediction_column="predicted",
+        truth_column="label",
+        error_kind="classification",
+        capture=django_capture_on_commit_callbacks,
+    )
+    assert derived.status_code == 201, derived.json()
+    run = EvaluationRun.objects.get(pk=derived.json()["id"])
+    assert run.status == "done" and run.options["threshold"] == pytest.approx(0.1)
+    assert run.report["skin_tone"]["bands"]["worse_end"] == "high"
+
+
+def test_labelers_never_see_runs_and_reviewers_do(
+    released, lead, client_for, client, django_capture_on_commit_callbacks
+):
+    project = released["project"]
+    created = post(
+        client_for(lead), project, results_for(released["images"]), capture=django_capture_on_commit_callbacks
+    )
+    run_id = created.json()["id"]
+    labeler = project.memberships.filter(role=Membership.Role.LABELER).first().user
+    reviewer = UserFactory(username="reviewer")
+    MembershipFactory(project=project, user=reviewer, role=Membership.Role.REVIEWER)
+    outsider = UserFactory(username="outsider")
+    base = f"/api/projects/{project.pk}/evaluations/"
+    for path in (base, f"{base}{run_id}/", f"{base}{run_id}/report/", f"{base}{run_id}/gate/"):
+        assert client_for(labeler).get(path).status_code == 403, path
+        assert client_for(outsider).get(path).status_code == 404, path
+        assert client_for(reviewer).get(path).status_code == 200, path
+    assert post(client_for(labeler), project, results_for(released["images"])).status_code == 403
+    client.force_login(labeler)
+    assert client.get(f"/projects/{project.pk}/evaluations/").status_code in (403, 404)
+    assert client.get(f"/projects/{project.pk}/evaluations/{run_id}/").status_code in (403, 404)
+
+
+def test_gates_pass_and_fail_with_reasons(released, lead, client_for, django_capture_on_commit_callbacks):
+    project, table = released["project"], released["images"]
+    api = client_for(lead)
+    bad = post(api, project, results_for(table, planted=2.5), capture=django_capture_on_commit_callbacks).json()["id"]
+    good = post(
+        api, project, results_for(table, planted=0.0), name="model B", capture=django_capture_on_commit_callbacks
+    )
+    good = good.json()["id"]
+    gates = f"/api/projects/{project.pk}/evaluation-gates/"
+    assert api.post(gates, {"name": "strict", "rules": {"fail_on": ["sometimes"]}}, format="json").status_code == 400
+    created = api.post(
+        gates,
+        {"name": "strict", "rules": {"fail_on": ["significant-severe"], "max_score": {"skin_tone": 1.0}}},
+        format="json",
+    )
+    assert created.status_code == 201, created.json()
+    failed = api.get(f"/api/projects/{project.pk}/evaluations/{bad}/gate/").json()
+    assert failed["passed"] is False and failed["gates"][0]["reasons"]
+    assert "skin" in " ".join(failed["gates"][0]["reasons"]).lower()
+    passed = api.get(f"/api/projects/{project.pk}/evaluations/{good}/gate/").json()
+    assert passed["passed"] is True, passed
+    adhoc = api.get(f"/api/projects/{project.pk}/evaluations/{good}/gate/", {"max_score": "skin_tone=-1"})
+    assert adhoc.status_code == 400
+
+
+def test_compare_two_models_on_the_same_release(released, lead, client_for, client, django_capture_on_commit_callbacks):
+    project, table = released["project"], released["images"]
+    api = client_for(lead)
+    a = post(api, project, results_for(table, planted=0.0, seed=3), capture=django_capture_on_commit_callbacks).json()[
+        "id"
+    ]
+    b = post(
+        api,
+        project,
+        results_for(table, planted=2.0, seed=4),
+        name="model B",
+        capture=django_capture_on_commit_callbacks,
+    ).json()["id"]
+    compared = api.get(f"/api/projects/{project.pk}/evaluations/compare/", {"a": a, "b": b})
+    assert compared.status_code == 200, compared.json()
+    scores = {s["name"]: s for s in compared.json()["scores"]}
+    assert compared.json()["n_shared"] == N_IMAGES
+    assert scores["skin_tone"]["significant"] and scores["skin_tone"]["direction"] == "worse"
+    assert scores["skin_tone"]["ci_low"] > 0
+    assert api.get(f"/api/projects/{project.pk}/evaluations/compare/", {"a": a, "b": a}).status_code == 400
+    client.force_login(lead)
+    page = client.get(f"/projects/{project.pk}/evaluations/compare/", {"a": a, "b": b})
+    assert page.status_code == 200 and b"yes: B is worse" in page.content
+    history = client.get(f"/projects/{project.pk}/evaluations/", {"model": "segmenter"})
+    assert history.status_code == 200 and b"History of segmenter" in history.content
+
+
+def test_pages_upload_show_the_report_and_refuse_bad_files(released, lead, client, django_capture_on_commit_callbacks):
+    project, table = released["project"], released["images"]
+    client.force_login(lead)
+    page = client.get(f"/projects/{project.pk}/evaluations/")
+    assert page.status_code == 200 and b"New evaluation" in page.content
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(
+            f"/projects/{project.pk}/evaluations/",
+            {"name": "from the page", "release": "1", "file": upload(results_for(table)), "permutations": "19"},
+        )
+    assert response.status_code == 302, response.content[:500]
+    run = EvaluationRun.objects.get(name="from the page")
+    detail = client.get(response["Location"])
+    assert detail.status_code == 200
+    text = detail.content.decode()
+    assert "Verdict" in text and "Skin tone by band" in text and "Release composition" in text
+    assert text.count("<img") >= 4
+    bad = client.post(
+        f"/projects/{project.pk}/evaluations/",
+        {"name": "bad", "release": "1", "file": upload(results_for(table).rename(columns={"error": "e"}))},
+    )
+    assert bad.status_code == 400 and "Nothing was stored" in bad.content.decode()
+    assert EvaluationRun.objects.count() == 1 and run.status == "done"
+
+
+def test_the_service_refuses_an_unpublished_or_foreign_release(released, lead, project):
+    other = evaluation_services.JoinSpec()
+    with pytest.raises(Exception) as error:
+        evaluation_services.evaluation_create(
+            project=project, user=lead, release=None, upload=None, name="", spec=other
+        )
+    assert "name" in str(error.value) and "release" in str(error.value) and "file" in str(error.value)
