@@ -235,7 +235,13 @@ def consensus_image_records(project: Project, data: dict, rows: list[dict]) -> l
     from .services import consensus as consensus_services
 
     names = dict(Membership.objects.filter(project=project).values_list("id", "pseudonym"))
-    return consensus_services.image_rows(data["images"], rows, names)
+    records = consensus_services.image_rows(data["images"], rows, names)
+    # Leads know images by their own ids (as in the manifest), not by internal numbers.
+    external = dict(project.images.filter(id__in=[r["image_id"] for r in records]).values_list("id", "external_id"))
+    for record in records:
+        record["external_id"] = external.get(record["image_id"])
+        record["thumbnail_url"] = f"/images/{record['image_id']}/file/thumbnail/"
+    return records
 
 
 def baseline_rows(project: Project, params) -> tuple[QuerySet[ImageBaseline], dict[str, str]]:

@@ -217,3 +217,25 @@ def test_calibration_by_external_ids_and_every_labeler(project, labelers, lead, 
     # The API searches images by their own ids.
     found = api.get(f"/api/projects/{project.id}/images/", {"search": picked[0]}).json()
     assert [r["external_id"] for r in found["results"]] == [picked[0]]
+
+
+def test_consensus_table_and_tone_examples_name_images_by_their_own_id(project, labelers, lead, client, client_for):
+    from tests.labeling.helpers import submit
+
+    images = add_images(project, 6)
+    cal1 = open_calibration_1(project, labels_per_image=2)
+    for a in cal1.assignments.all():
+        submit(cal1, a.labeler, a.image_id, tones=[4])
+    client.force_login(lead)
+    page = client.get(f"/projects/{project.id}/consensus/images/?phase={cal1.id}").content.decode()
+    for image in images:
+        assert f"<span>{image.external_id}</span>" in page
+        assert f"/images/{image.id}/file/thumbnail/" in page
+    body = client_for(lead).get(f"/api/projects/{project.id}/consensus/images/?phase={cal1.id}").json()
+    assert {r["external_id"] for r in body["results"]} == {i.external_id for i in images}
+    tone = project.ordered_tones()[0]
+    r = client.post(f"/projects/{project.id}/examples/", {f"tone_{tone.position}": f"{images[0].external_id}, nope"})
+    assert "Not in this project: nope" in r.content.decode()
+    client.post(f"/projects/{project.id}/examples/", {f"tone_{tone.position}": images[0].external_id})
+    page = client.get(f"/projects/{project.id}/examples/").content.decode()
+    assert f'data-external-id="{images[0].external_id}"' in page and f"<span>{images[0].external_id}</span>" in page
