@@ -32,7 +32,7 @@ from django.shortcuts import resolve_url
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from labeling.models import ImageBaseline, Job, Membership
+from labeling.models import EvaluationGate, EvaluationRun, ImageBaseline, Job, Membership
 from labeling.services import baselines as baseline_services
 from labeling.services import releases as release_services
 from labeling.services.imports import import_files
@@ -134,6 +134,29 @@ EXPECTED: dict[tuple[str, str], str] = {
     ("/projects/{pk}/releases/{version}/", "POST"): "login 405 405 405 405 405 405 405",
     ("/projects/{pk}/releases/{version}/cancel/", "GET"): "login 405 405 405 405 405 405 405",
     ("/projects/{pk}/releases/{version}/cancel/", "POST"): "login 404 404 404 redirect 404 404 redirect",
+    # Evaluation runs: leads and reviewers create and read; only leads edit gates; labelers never (403 API, 404 pages).
+    ("/api/projects/{project_pk}/evaluation-gates/", "GET"): "401 403 404 ok ok 404 404 ok",
+    ("/api/projects/{project_pk}/evaluation-gates/", "POST"): "401 403 404 403 bad 404 404 bad",
+    ("/api/projects/{project_pk}/evaluation-gates/{pk}/", "DELETE"): "401 403 404 403 ok 404 404 ok",
+    ("/api/projects/{project_pk}/evaluations/", "GET"): "401 403 404 ok ok 404 404 ok",
+    ("/api/projects/{project_pk}/evaluations/", "POST"): "401 403 404 bad bad 404 404 bad",
+    ("/api/projects/{project_pk}/evaluations/compare/", "GET"): "401 403 404 bad bad 404 404 bad",
+    ("/api/projects/{project_pk}/evaluations/{pk}/", "GET"): "401 403 404 ok ok 404 404 ok",
+    ("/api/projects/{project_pk}/evaluations/{pk}/files/{path}", "GET"): "401 403 404 404 404 404 404 404",
+    ("/api/projects/{project_pk}/evaluations/{pk}/gate/", "GET"): "401 403 404 ok ok 404 404 ok",
+    ("/api/projects/{project_pk}/evaluations/{pk}/report/", "GET"): "401 403 404 404 404 404 404 404",
+    ("/projects/{pk}/evaluations/", "GET"): "login 404 404 ok ok 404 404 ok",
+    ("/projects/{pk}/evaluations/", "POST"): "login 404 404 bad bad 404 404 bad",
+    ("/projects/{pk}/evaluations/compare/", "GET"): "login 404 404 ok ok 404 404 ok",
+    ("/projects/{pk}/evaluations/compare/", "POST"): "login 405 405 405 405 405 405 405",
+    ("/projects/{pk}/evaluations/gates/", "GET"): "login 405 405 405 405 405 405 405",
+    ("/projects/{pk}/evaluations/gates/", "POST"): "login 404 404 404 redirect 404 404 redirect",
+    ("/projects/{pk}/evaluations/gates/{gate_id}/delete/", "GET"): "login 405 405 405 405 405 405 405",
+    ("/projects/{pk}/evaluations/gates/{gate_id}/delete/", "POST"): "login 404 404 404 redirect 404 404 redirect",
+    ("/projects/{pk}/evaluations/{run_id}/", "GET"): "login 404 404 ok ok 404 404 ok",
+    ("/projects/{pk}/evaluations/{run_id}/", "POST"): "login 405 405 405 405 405 405 405",
+    ("/projects/{pk}/evaluations/{run_id}/files/{path}", "GET"): "login 404 404 404 404 404 404 404",
+    ("/projects/{pk}/evaluations/{run_id}/files/{path}", "POST"): "login 405 405 405 405 405 405 405",
     ("/", "GET"): "login ok ok ok ok ok ok ok",
     ("/", "POST"): "login ok ok ok ok ok ok ok",
     ("/healthz", "GET"): "ok ok ok ok ok ok ok ok",
@@ -272,7 +295,13 @@ def build_world() -> dict:
         card_text={name: f"The {name}." for name in release_services.CARD_FIELDS},
     )
     assert release_services.release_build(release).status == "published"
+    run = EvaluationRun.objects.create(
+        project=project, release=release, name="model A", status=EvaluationRun.Status.DONE, report={"summary": []}
+    )
+    gate = EvaluationGate.objects.create(project=project, name="strict", rules={"fail_on": ["significant"]})
     by_segment = {
+        "evaluations": run.pk,
+        "evaluation-gates": gate.pk,
         "projects": project.pk,
         "images": image.pk,
         "phases": phase.pk,
@@ -293,6 +322,8 @@ def build_world() -> dict:
         "project_pk": project.pk,
         "version": release.version,
         "path": "images.csv",
+        "run_id": run.pk,
+        "gate_id": gate.pk,
     }
     return {"users": users, "by_segment": by_segment, "values": values}
 
