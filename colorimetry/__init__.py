@@ -1,6 +1,6 @@
 """Colorimetric skin-tone baseline: ITA and apparent albedo from photos.
 
-A pure package (NumPy and Pillow): it never imports Django or the ``labeling``
+A pure package (NumPy, Pillow and OpenCV's headless wheel): it never imports Django or the ``labeling``
 app, so it can be tested, benchmarked and reused on its own
 (``tests/metrics/test_pure_packages.py`` imports every module in a
 subprocess and checks that). The Django app reaches it through
@@ -8,8 +8,9 @@ subprocess and checks that). The Django app reaches it through
 
 What is computed
 ----------------
-For the skin pixels of one photo (from a mask, or the rule-based detector of
-``skin``): CIELAB exactly as :func:`skimage.color.rgb2lab` (``color``), the
+For the skin pixels of one photo (from a mask; else the face's cheeks and
+forehead found by ``face``; the rule-based detector of ``skin`` only as a
+labelled fallback): CIELAB exactly as :func:`skimage.color.rgb2lab` (``color``), the
 per-pixel ITA (individual typology angle) with its median and quartiles, the
 ITA class and an estimated Fitzpatrick type (``classes``), the apparent albedo
 (mean relative luminance, also normalised by an estimate of the image white)
@@ -24,7 +25,9 @@ Import from ``colorimetry`` (the names in ``__all__``); the modules follow the
 steps of a measurement:
 
 * ``decode``: image file -> oriented, reduced 8-bit sRGB array (and mask);
-* ``skin``: the rule-based skin detector (used without a mask);
+* ``face``: skin chosen by where the face is (OpenCV's bundled Haar
+  cascades), refined by the face's own colour (used without a mask);
+* ``skin``: the rule-based skin detector (a labelled fallback);
 * ``color``: sRGB -> CIELAB, relative luminance, the ITA angle;
 * ``classes``: ITA classes and ITA -> Fitzpatrick tables;
 * ``stats``: statistics and quality flags of an RGB array;
@@ -43,9 +46,10 @@ from .classes import (
 from .color import ita_degrees, srgb_to_lab
 from .decode import DEFAULT_MAX_PIXELS, DecodedImage, decode_image
 from .errors import ImageDecodeError, MaskSizeError
+from .face import detect_faces, face_skin_mask
 from .measure import measure_image
 from .skin import detect_skin
-from .stats import ALGORITHM_VERSION, skin_tone_stats
+from .stats import ALGORITHM_VERSION, SKIN_DETECTORS, SkinSelection, select_skin, skin_tone_stats
 
 __all__ = [
     "ALGORITHM_VERSION",
@@ -57,12 +61,17 @@ __all__ = [
     "FitzpatrickMapping",
     "ImageDecodeError",
     "MaskSizeError",
+    "SKIN_DETECTORS",
+    "SkinSelection",
     "classify_ita",
     "decode_image",
+    "detect_faces",
     "detect_skin",
+    "face_skin_mask",
     "fitzpatrick_from_ita",
     "ita_degrees",
     "measure_image",
+    "select_skin",
     "skin_tone_stats",
     "srgb_to_lab",
 ]

@@ -24,7 +24,7 @@ def measure_image(
     ``max_pixels`` analysed pixels, EXIF orientation applied, converted to
     8-bit sRGB; see there), then measured by
     :func:`colorimetry.stats.skin_tone_stats`. Fully transparent pixels are
-    excluded from the automatic skin detector.
+    excluded from the automatic skin detectors.
 
     Parameters
     ----------
@@ -63,10 +63,13 @@ def measure_image(
     >>> from PIL import Image
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     p = pathlib.Path(tmp) / "patch.png"
-    ...     Image.new("RGB", (8, 8), (0xD7, 0xBD, 0x96)).save(p)
+    ...     Image.new("RGB", (16, 16), (0xD7, 0xBD, 0x96)).save(p)
     ...     stats = measure_image(p)
-    >>> round(stats["ita_median"], 2), stats["width"], stats["flags"]
-    (50.32, 8, [])
+    ...     masked = measure_image(p, p)  # the patch as its own mask: every pixel
+    >>> stats["ita_median"], stats["flags"][:2]  # no face in a plain patch: no number
+    (None, ['no_face', 'too_little_skin'])
+    >>> round(masked["ita_median"], 2), masked["width"], masked["flags"]
+    (50.32, 16, [])
     """
     decoded = decode_image(path, mask_path, max_pixels=max_pixels)
     result = skin_tone_stats(decoded.rgb, decoded.mask, _opaque=decoded.opaque, **options)

@@ -20,9 +20,38 @@
 
 Quality flags (thresholds are keyword parameters, echoed in ``parameters``)
 -------------------------------------------------------------------------
+Skin pixels (``skin_detector``)
+-------------------------------
+``"face"`` (the default): the face's cheeks and forehead, refined by the face's
+own colour (:mod:`colorimetry.face`). ``"face_or_rules"``: the same, and when
+no face is found the rule-based detector of :mod:`colorimetry.skin`, labelled
+(``skin_source`` ``"rules"``, flag ``rule_based_skin``). ``"rules"``: the
+rule-based detector alone (the method before issue 12; it rejects Monk tones
+1-3 and 9-10 and picks orange objects: kept for comparison). A mask, when
+given, always wins. ``skin_source`` says which pixels were measured.
+
+``no_face``
+    no face was found (``face`` detectors). With ``"face"`` nothing is
+    measured: no number ever comes from the background.
+``rule_based_skin``
+    the rule-based fallback chose the pixels (``"face_or_rules"``/``"rules"``).
 ``too_little_skin``
-    skin fraction below ``min_skin_fraction`` (0.025: the 2.5% visible-skin
-    pre-filter of the reference labeling process).
+    with a mask or the rule-based detector, skin fraction below
+    ``min_skin_fraction`` (0.025: the 2.5% visible-skin pre-filter of the
+    reference labeling process); with the face detector, fewer than
+    ``min_skin_pixels`` (100) skin pixels kept (the face's sample is small by
+    design, so a fraction of the image says nothing).
+``wide_ita_spread``
+    the interquartile range of the per-pixel ITA exceeds ``max_ita_iqr``
+    (40 degrees): the region is too varied to be one skin (the rule-based
+    overlay of the astronaut portrait, face plus hair plus garment, had 68; the
+    face detector's regions on the development cases of
+    ``tests/colorimetry/skin_evaluation_set.py`` had 2-28, the widest on Monk 6,
+    where ITA moves about 2 degrees per unit of L*, so shading alone spreads it).
+``ita_out_of_range``
+    the median b* is negative (or the median ITA lies beyond +-90 degrees):
+    the angle then says "lighter than white", not a skin colour; ``ita_class``
+    and ``fitzpatrick`` are left empty rather than "very light" / type I.
 ``clipped_highlights``
     more than ``max_clipped_fraction`` (5%) of the skin pixels have a channel
     >= ``clip_level`` (250): a clipped channel loses the hue and pushes L*
@@ -51,6 +80,7 @@ statistics that are undefined (no skin pixels) are ``None``.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -58,20 +88,111 @@ import numpy as np
 from .classes import FITZPATRICK_ITA_KINYANJUI_2020, FitzpatrickMapping, classify_ita, fitzpatrick_from_ita
 from .color import _LINEAR_F32, _lab_from_linear, _luminance, ita_degrees
 from .errors import MaskSizeError
+from .face import FACE_DETECTOR_NAME, face_skin_mask
 from .skin import detect_skin
 
-__all__ = ["ALGORITHM_VERSION", "skin_tone_stats"]
+__all__ = [
+    "ALGORITHM_VERSION",
+    "RULES_DETECTOR_NAME",
+    "SKIN_DETECTORS",
+    "SkinSelection",
+    "select_skin",
+    "skin_tone_stats",
+]
+
+#: Recorded in ``parameters["skin_detector_name"]`` when the colour rules chose the pixels.
+RULES_DETECTOR_NAME = "chai_ngan_ycbcr+kovac_rgb"
+#: Values of ``skin_detector``.
+SKIN_DETECTORS = ("face", "face_or_rules", "rules")
+
+
+@dataclass(frozen=True)
+class SkinSelection:
+    """Which pixels are measured and where they came from (see :func:`select_skin`).
+
+    Attributes
+    ----------
+    mask : numpy.ndarray
+        ``H x W`` boolean.
+    source : str
+        ``"mask"``, ``"face"``, ``"rules"`` or ``""`` (nothing credible found).
+    flags : tuple of str
+        ``no_face``, ``rule_based_skin``.
+    face_box : tuple of int or None
+        ``(x, y, width, height)`` of the measured face.
+    n_faces : int
+        Faces found.
+    face_method : str
+        How the face was found (:func:`colorimetry.face.detect_faces`).
+    """
+
+    mask: np.ndarray
+    source: str
+    flags: tuple[str, ...] = ()
+    face_box: tuple[int, int, int, int] | None = None
+    n_faces: int = 0
+    face_method: str = ""
+
+
+def select_skin(
+    rgb: np.ndarray,
+    mask: np.ndarray | None = None,
+    *,
+    skin_detector: str = "face",
+    opaque: np.ndarray | None = None,
+) -> SkinSelection:
+    """The skin pixels to measure: the mask's, else the face's, else (if allowed) the colour rules'.
+
+    Parameters
+    ----------
+    rgb : numpy.ndarray
+        ``H x W x 3`` ``uint8`` sRGB image.
+    mask : numpy.ndarray, optional
+        ``H x W`` boolean skin mask; when given it wins.
+    skin_detector : str
+        ``"face"``, ``"face_or_rules"`` or ``"rules"`` (module docstring).
+    opaque : numpy.ndarray, optional
+        ``H x W`` boolean: the detectors never choose pixels outside it (a
+        silhouette mask, or the non-transparent pixels).
+
+    Returns
+    -------
+    SkinSelection
+    """
+    if skin_detector not in SKIN_DETECTORS:
+        raise ValueError(f"skin_detector must be one of {SKIN_DETECTORS}, got {skin_detector!r}")
+    if mask is not None:
+        return SkinSelection(mask, "mask")
+    if skin_detector == "rules":
+        return SkinSelection(_rules(rgb, opaque), "rules", ("rule_based_skin",))
+    face = face_skin_mask(rgb, opaque)
+    if face.face_box is not None:
+        return SkinSelection(face.mask, "face", (), face.face_box, face.n_faces, face.method)
+    if skin_detector == "face_or_rules":
+        return SkinSelection(_rules(rgb, opaque), "rules", ("no_face", "rule_based_skin"))
+    return SkinSelection(face.mask, "", ("no_face",))
+
+
+def _rules(rgb: np.ndarray, opaque: np.ndarray | None) -> np.ndarray:
+    skin = detect_skin(rgb)
+    if opaque is not None:
+        skin &= opaque
+    return skin
+
 
 #: Stored with every result so a measurement can be traced to the code that
 #: produced it. Bump on any change that can move a number.
-ALGORITHM_VERSION = "colorimetry-1.0.0"
+ALGORITHM_VERSION = "colorimetry-2.0.0"
 
 
 def skin_tone_stats(
     rgb: np.ndarray,
     mask: np.ndarray | None = None,
     *,
+    skin_detector: str = "face",
     min_skin_fraction: float = 0.025,
+    min_skin_pixels: int = 100,
+    max_ita_iqr: float = 40.0,
     clip_level: int = 250,
     max_clipped_fraction: float = 0.05,
     min_white_luminance: float = 0.10,
@@ -89,10 +210,16 @@ def skin_tone_stats(
         ``H x W x 3`` ``uint8`` sRGB image (R, G, B order).
     mask : numpy.ndarray, optional
         ``H x W`` boolean skin mask. When given, exactly its pixels are
-        measured; otherwise the rule-based detector of :mod:`colorimetry.skin`
-        chooses them.
+        measured; otherwise ``skin_detector`` chooses them.
+    skin_detector : str
+        ``"face"``, ``"face_or_rules"`` or ``"rules"``: how skin is chosen
+        without a mask (module docstring).
     min_skin_fraction : float
-        ``too_little_skin`` threshold on the skin fraction.
+        ``too_little_skin`` threshold on the skin fraction (mask and rules).
+    min_skin_pixels : int
+        ``too_little_skin`` threshold on the number of skin pixels (any source).
+    max_ita_iqr : float
+        ``wide_ita_spread`` above this ITA interquartile range (degrees).
     clip_level : int
         Channel value at or above which a pixel counts as clipped; pixels
         with all channels <= ``255 - clip_level`` count as crushed.
@@ -111,8 +238,9 @@ def skin_tone_stats(
     fitzpatrick_mapping : FitzpatrickMapping
         ITA -> Fitzpatrick table.
     _opaque : numpy.ndarray, optional
-        Internal (used by :func:`measure_image` for images with alpha):
-        pixels the automatic detector may consider; ignored with a mask.
+        Internal (used by :func:`measure_image` for images with alpha, and
+        for silhouette masks): pixels the automatic detectors may consider;
+        ignored with a mask.
 
     Returns
     -------
@@ -123,8 +251,10 @@ def skin_tone_stats(
         ``fitzpatrick``, ``albedo`` (mean linear Y of skin pixels),
         ``albedo_normalized``, ``white_luminance`` (the white estimate),
         ``clipped_fraction``, ``grey_world_ratio`` (None when not judged),
-        ``skin_fraction``, ``n_skin_pixels``, ``n_pixels``, ``flags`` (list
-        of str), ``parameters`` (values used) and ``algorithm_version``.
+        ``skin_fraction``, ``n_skin_pixels``, ``n_pixels``, ``skin_source``
+        (``mask``, ``face``, ``rules`` or empty), ``face_box``, ``n_faces``,
+        ``face_method``, ``flags`` (list of str), ``parameters`` (values used)
+        and ``algorithm_version``.
 
     Examples
     --------
@@ -141,9 +271,13 @@ def skin_tone_stats(
         if mask.shape != rgb.shape[:2]:
             raise MaskSizeError(f"mask shape {mask.shape} differs from image shape {rgb.shape[:2]}")
         mask = mask.astype(bool, copy=False)
+    selection = select_skin(rgb, mask, skin_detector=skin_detector, opaque=_opaque)
     parameters = {
-        "skin_detector": "mask" if mask is not None else "chai_ngan_ycbcr+kovac_rgb",
+        "skin_detector": _detector_name(selection, skin_detector),
+        "skin_detector_choice": skin_detector,
         "min_skin_fraction": min_skin_fraction,
+        "min_skin_pixels": min_skin_pixels,
+        "max_ita_iqr": max_ita_iqr,
         "clip_level": clip_level,
         "max_clipped_fraction": max_clipped_fraction,
         "min_white_luminance": min_white_luminance,
@@ -154,13 +288,20 @@ def skin_tone_stats(
         "ita_median": "median of per-pixel ITA",
         "albedo_white": f"percentile {white_percentile:g} of Y over the image",
     }
-    return _skin_tone_stats(rgb, mask, _opaque, parameters, fitzpatrick_mapping)
+    return _skin_tone_stats(rgb, selection, parameters, fitzpatrick_mapping)
+
+
+def _detector_name(selection: SkinSelection, choice: str) -> str:
+    if selection.source == "mask":
+        return "mask"
+    if selection.source == "rules":
+        return RULES_DETECTOR_NAME if choice == "rules" else f"{RULES_DETECTOR_NAME} (fallback: no face)"
+    return FACE_DETECTOR_NAME
 
 
 def _skin_tone_stats(
     rgb: np.ndarray,
-    mask: np.ndarray | None,
-    opaque: np.ndarray | None,
+    selection: SkinSelection,
     parameters: dict[str, Any],
     fitzpatrick_mapping: FitzpatrickMapping,
 ) -> dict[str, Any]:
@@ -169,9 +310,7 @@ def _skin_tone_stats(
     # slower (measured: max(axis=1) 8 ms vs 0.04 ms for 255k pixels).
     height, width = rgb.shape[:2]
     n_pixels = height * width
-    skin = detect_skin(rgb) if mask is None else mask
-    if mask is None and opaque is not None:
-        skin &= opaque
+    skin = selection.mask
     flat = rgb.reshape(-1, 3)
     skin_index = np.flatnonzero(skin.reshape(-1))
     n_skin = int(skin_index.size)
@@ -201,6 +340,8 @@ def _skin_tone_stats(
         ita = np.degrees(np.arctan2(L - np.float32(50.0), b))
         q25, q50, q75 = (float(v) for v in np.percentile(ita, (25.0, 50.0, 75.0)))
         L_med, a_med, b_med = (float(np.median(v)) for v in (L, a, b))
+        # b* < 0 puts the angle beyond +-90 degrees ("lighter than white"): no class.
+        out_of_range = b_med < 0.0 or abs(q50) > 90.0
         result.update(
             ita_median=q50,
             ita_q25=q25,
@@ -211,8 +352,8 @@ def _skin_tone_stats(
             a_median=a_med,
             b_median=b_med,
             hue_angle=math.degrees(math.atan2(b_med, a_med)),
-            ita_class=classify_ita(q50),
-            fitzpatrick=fitzpatrick_from_ita(q50, fitzpatrick_mapping),
+            ita_class=None if out_of_range else classify_ita(q50),
+            fitzpatrick=None if out_of_range else fitzpatrick_from_ita(q50, fitzpatrick_mapping),
             albedo=_mean(_luminance(*linear)),
         )
 
@@ -222,9 +363,16 @@ def _skin_tone_stats(
     if result["albedo"] is not None and white > 0:
         result["albedo_normalized"] = result["albedo"] / white
 
-    flags: list[str] = []
-    if skin_fraction < parameters["min_skin_fraction"]:
+    flags: list[str] = list(selection.flags)
+    too_little = n_skin < parameters["min_skin_pixels"]
+    if selection.source != "face":  # the face's sample is small by design
+        too_little |= skin_fraction < parameters["min_skin_fraction"]
+    if too_little:
         flags.append("too_little_skin")
+    if result["ita_iqr"] is not None and result["ita_iqr"] > parameters["max_ita_iqr"]:
+        flags.append("wide_ita_spread")
+    if n_skin and (result["b_median"] < 0.0 or abs(result["ita_median"]) > 90.0):
+        flags.append("ita_out_of_range")
 
     clip_level = parameters["clip_level"]
     judged = channels if n_skin else [flat[:, c] for c in range(3)]
@@ -265,6 +413,10 @@ def _skin_tone_stats(
         skin_fraction=skin_fraction,
         n_skin_pixels=n_skin,
         n_pixels=n_pixels,
+        skin_source=selection.source,
+        face_box=list(selection.face_box) if selection.face_box is not None else None,
+        n_faces=selection.n_faces,
+        face_method=selection.face_method,
         flags=flags,
         parameters=parameters,
         algorithm_version=ALGORITHM_VERSION,

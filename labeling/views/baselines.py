@@ -95,6 +95,7 @@ def baselines_overview(request, pk: int):
             "parameters_hash": svc.baseline_parameters_hash(parameters),
             "code_version": svc.BASELINE_CODE_VERSION,
             "mappings": svc.FITZPATRICK_MAPPINGS.values(),
+            "skin_detectors": svc.SKIN_DETECTOR_CHOICES,
             "mapping": _mapping_info(parameters),
             "jobs": project.jobs.filter(kind=Job.Kind.BASELINE)[:5],
         },
@@ -105,7 +106,7 @@ def baselines_overview(request, pk: int):
 @require_POST
 def baselines_run(request, pk: int):
     project = _lead_project(request, pk)
-    names = [*svc.PARAMETER_SPECS, "fitzpatrick_mapping"]
+    names = [*svc.PARAMETER_SPECS, "fitzpatrick_mapping", "skin_detector"]
     overrides = {n: request.POST[n].strip() for n in names if request.POST.get(n, "").strip()}
     try:
         job = svc.baseline_run_start(project=project, parameters=overrides, user=request.user)

@@ -253,7 +253,7 @@ def test_detector_has_no_uint8_wraparound() -> None:
 def test_detector_finds_skin_patch_on_background() -> None:
     image = _uniform(_rgb("8090a0"), (40, 40))
     image[10:30, 10:30] = _rgb("c09070")
-    stats = skin_tone_stats(image)
+    stats = skin_tone_stats(image, skin_detector="rules")
     assert stats["n_skin_pixels"] == 400
     assert stats["ita_median"] == pytest.approx(_skimage_ita(_rgb("c09070")), abs=0.05)
 
@@ -301,14 +301,14 @@ def _portrait(
 
 
 def test_no_flags_on_normal_skin_patch() -> None:
-    stats = skin_tone_stats(_portrait())
-    assert stats["flags"] == []
+    stats = skin_tone_stats(_portrait(), skin_detector="rules")
+    assert stats["flags"] == ["rule_based_skin"]
     assert stats["skin_fraction"] == pytest.approx(0.25, abs=0.01)
 
 
 def test_overexposed_flags_clipped_highlights() -> None:
     image = np.clip(_portrait().astype(np.int32) * 3 // 2, 0, 255).astype(np.uint8)
-    stats = skin_tone_stats(image)
+    stats = skin_tone_stats(image, skin_detector="rules")
     assert "clipped_highlights" in stats["flags"]
 
 
@@ -316,19 +316,19 @@ def test_underexposed_flag() -> None:
     image = (_portrait().astype(np.float64) * 0.25).astype(np.uint8)
     stats = skin_tone_stats(image, np.ones(image.shape[:2], dtype=bool))
     assert "underexposed" in stats["flags"]
-    assert "underexposed" not in skin_tone_stats(_portrait())["flags"]
+    assert "underexposed" not in skin_tone_stats(_portrait(), skin_detector="rules")["flags"]
 
 
 def test_colour_cast_flag() -> None:
-    stats = skin_tone_stats(_portrait(background=(0x50, 0x80, 0xF0)))
+    stats = skin_tone_stats(_portrait(background=(0x50, 0x80, 0xF0)), skin_detector="rules")
     assert "color_cast" in stats["flags"]
 
 
 def test_too_little_skin_flag_and_threshold_parameter() -> None:
     image = _uniform(_rgb("e8e8e8"), (100, 100))
     image[:10, :20] = _rgb("c09070")  # 2% skin
-    assert "too_little_skin" in skin_tone_stats(image)["flags"]
-    relaxed = skin_tone_stats(image, min_skin_fraction=0.01)
+    assert "too_little_skin" in skin_tone_stats(image, skin_detector="rules")["flags"]
+    relaxed = skin_tone_stats(image, min_skin_fraction=0.01, skin_detector="rules")
     assert "too_little_skin" not in relaxed["flags"]
     assert relaxed["parameters"]["min_skin_fraction"] == 0.01
 
@@ -447,7 +447,7 @@ def test_palette_png(tmp_path: Path) -> None:
     path = tmp_path / "palette.png"
     _two_halves(20, 10).convert("P", palette=Image.Palette.ADAPTIVE).save(path)
     assert Image.open(path).mode == "P"
-    stats = measure_image(path)
+    stats = measure_image(path, skin_detector="rules")
     assert stats["n_skin_pixels"] == 100
     assert stats["ita_median"] == pytest.approx(_skimage_ita(SKIN), abs=0.05)
 
@@ -459,7 +459,7 @@ def test_rgba_png_drops_alpha_and_ignores_transparent_pixels(tmp_path: Path) -> 
     array[:, 10:, 3] = 0  # right half fully transparent (colour still skin)
     path = tmp_path / "rgba.png"
     Image.fromarray(array, "RGBA").save(path)
-    stats = measure_image(path)
+    stats = measure_image(path, skin_detector="rules")
     assert stats["n_skin_pixels"] == 100
     # Not composited: the measured colour is the stored colour.
     assert stats["ita_median"] == pytest.approx(_skimage_ita(SKIN), abs=0.05)
@@ -497,7 +497,7 @@ def test_embedded_srgb_profile_changes_nothing(tmp_path: Path) -> None:
 def test_tiny_images(tmp_path: Path, size: tuple[int, int], suffix: str) -> None:
     path = tmp_path / f"tiny{suffix}"
     Image.new("RGB", size, SKIN).save(path, quality=100)
-    stats = measure_image(path)
+    stats = measure_image(path, skin_detector="rules")
     assert (stats["width"], stats["height"]) == size
     assert (stats["analysed_width"], stats["analysed_height"]) == size
     assert stats["n_skin_pixels"] == size[0] * size[1]
@@ -558,7 +558,7 @@ def _float64_ita_median(pixels: np.ndarray) -> float:
 def test_draft_decode_matches_full_resolution_float64(tmp_path: Path) -> None:
     path = tmp_path / "photo.jpg"
     Image.fromarray(_synthetic_photo(2000, 1200)).save(path, quality=90)
-    stats = measure_image(path)
+    stats = measure_image(path, skin_detector="rules")
     assert stats["decode"]["draft_scale"] > 1  # the fast path was taken
     assert stats["analysed_width"] * stats["analysed_height"] <= (colorimetry.DEFAULT_MAX_PIXELS)
     with Image.open(path) as image:

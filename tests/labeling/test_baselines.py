@@ -122,54 +122,78 @@ def run(project, **kwargs) -> Job:
 # --- computation and storage ------------------------------------------------------
 
 
-def test_new_image_gets_its_baseline_after_import_with_published_monk_values(project):
-    image = committed(make_image, project, colour=rgb(5), size=SIZE)  # no mask: the detector finds MST 5
+def portrait_png(tone: int) -> tuple[bytes, float]:
+    """The astronaut portrait with its face recoloured to Monk ``tone``, and the face's true ITA."""
+    from tests.colorimetry import skin_evaluation_set as evaluation
+
+    portrait = evaluation.astronaut()
+    rgb = evaluation.recoloured(portrait, tone)
+    buffer = io.BytesIO()
+    PILImage.fromarray(rgb).save(buffer, format="PNG")
+    return buffer.getvalue(), evaluation.truth_ita(rgb, portrait.truth)
+
+
+def test_new_image_gets_its_baseline_after_import_measured_on_the_face(project):
+    data, truth = portrait_png(9)
+    image = committed(image_create_from_bytes, project=project, filename="mst9.png", data=data)
     row = current(image)
     assert row.status == ImageBaseline.Status.OK
     assert row.code_version == svc.BASELINE_CODE_VERSION
     assert row.parameters_hash == svc.baseline_parameters_hash(svc.baseline_parameters_effective(project))
-    _hex, L, b, ita = MONK[5]
-    assert row.ita_median == pytest.approx(ita, abs=0.02)
-    assert row.lightness_median == pytest.approx(L, abs=0.02)
-    assert row.b_median == pytest.approx(b, abs=0.02)
-    assert row.ita_class == "light"
-    assert row.skin_fraction == pytest.approx(1.0)
+    assert row.ita_median == pytest.approx(truth, abs=5.0)  # MST 9: the colour rules found nothing here
+    assert row.ita_class == "dark"
     assert row.flags == []
-    assert row.stats["fitzpatrick"] == colorimetry.fitzpatrick_from_ita(ita)
-    assert row.parameters["skin_detector"] == "chai_ngan_ycbcr+kovac_rgb"
-    # The overlay: a PNG at the image's aspect, every pixel skin (transparent or outline).
+    assert row.stats["skin_source"] == "face" and row.stats["n_faces"] >= 1
+    assert row.stats["fitzpatrick"] == colorimetry.fitzpatrick_from_ita(row.ita_median)
+    assert row.parameters["skin_detector"].startswith("opencv_haar_frontalface")
+    # The overlay: a PNG at the image's size; the measured skin (transparent or outlined) is on the face.
     with row.overlay.open("rb") as handle:
         overlay = PILImage.open(handle)
         overlay.load()
-    assert overlay.format == "PNG" and overlay.size == SIZE
-    assert set(np.unique(np.asarray(overlay))) <= {0, 2}
+    assert overlay.format == "PNG" and overlay.size == (512, 512)
+    indices = np.asarray(overlay)
+    skin_y, skin_x = np.nonzero(indices != 1)
+    assert 200 < skin_x.size < 20_000
+    assert 170 <= skin_x.min() and skin_x.max() <= 285 and 60 <= skin_y.min() and skin_y.max() <= 185
 
 
-def test_skin_mask_is_measured_exactly_and_silhouette_is_intersected_with_the_detector(project):
-    data = two_tone_png(rgb(5), (40, 60, 200))  # left MST 5, right blue (not skin)
-    silhouette_right = committed(
+def test_a_swatch_without_a_mask_has_no_face_and_no_number(project):
+    image = committed(make_image, project, colour=rgb(5), size=SIZE)
+    row = current(image)
+    assert row.status == ImageBaseline.Status.OK and row.ita_median is None and row.ita_class == ""
+    assert {"no_face", "too_little_skin"} <= set(row.flags)
+    # The labelled fallback, when chosen, measures the swatch with the colour rules and says so.
+    job = run(project, parameters={"skin_detector": "face_or_rules"})
+    assert job.status == Job.Status.DONE
+    row = current(image)
+    assert row.ita_median == pytest.approx(MONK[5][3], abs=0.02)
+    assert {"no_face", "rule_based_skin"} <= set(row.flags)
+    assert row.stats["skin_source"] == "rules"
+
+
+def test_skin_mask_is_measured_exactly_and_silhouette_limits_the_detector(project):
+    data, truth = portrait_png(2)
+    everything = committed(
         image_create_from_bytes,
         project=project,
         filename="a.png",
         data=data,
-        mask_data=mask_png((20, 0, 40, 30)),
+        mask_data=mask_png(size=(512, 512)),
         mask_kind="silhouette",
     )
-    row = current(silhouette_right)
-    # Inside the silhouette nothing is skin-coloured: no skin, flagged, no ITA.
-    assert row.status == "ok" and row.ita_median is None and "too_little_skin" in row.flags
-    silhouette_all = committed(
+    row = current(everything)
+    assert row.ita_median == pytest.approx(truth, abs=5.0)
+    assert "silhouette" in row.parameters["skin_detector"]
+    left_only = committed(
         image_create_from_bytes,
         project=project,
         filename="b.png",
-        data=two_tone_png(rgb(5), (41, 60, 200)),
-        mask_data=mask_png(),
+        data=portrait_png(3)[0],
+        mask_data=mask_png((0, 0, 150, 512), size=(512, 512)),
         mask_kind="silhouette",
     )
-    row = current(silhouette_all)
-    assert row.ita_median == pytest.approx(MONK[5][3], abs=0.02)
-    assert row.skin_fraction == pytest.approx(0.5)
-    assert "silhouette" in row.parameters["skin_detector"]
+    row = current(left_only)  # the face is outside the silhouette: nothing measured
+    assert row.status == "ok" and row.ita_median is None and "too_little_skin" in row.flags
     skin_right = committed(
         image_create_from_bytes,
         project=project,
@@ -178,7 +202,7 @@ def test_skin_mask_is_measured_exactly_and_silhouette_is_intersected_with_the_de
         mask_data=mask_png((20, 0, 40, 30)),
         mask_kind="skin",
     )
-    row = current(skin_right)  # MST 9 is missed by the detector but the skin mask is trusted
+    row = current(skin_right)  # a skin mask is trusted, whatever the detectors would say
     assert row.ita_median == pytest.approx(MONK[9][3], abs=0.05)
     assert row.parameters["skin_detector"] == "mask"
 

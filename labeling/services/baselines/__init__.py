@@ -7,10 +7,12 @@ a lead checks them with, and compares them with the labels (Spearman's rho with 
 seeded bootstrap interval over images, ITA per consensus tone, the images where
 humans and ITA disagree most).
 
-Skin pixels: with a *skin* mask exactly its pixels are measured; with a
-*silhouette* mask (or a mask of unknown kind) the rule-based detector is applied
-inside the silhouette (DOMAIN.md section 5); without a mask the detector runs on
-the whole image.
+Skin pixels: with a *skin* mask exactly its pixels are measured; otherwise the
+face detector of :mod:`colorimetry.face` chooses the cheeks and forehead of the
+face (refined by the face's own colour), inside the silhouette when a
+*silhouette* mask (or a mask of unknown kind) is given. No face: no number
+(flags ``no_face``, ``too_little_skin``) unless the project chose the labelled
+colour-rule fallback (``skin_detector`` ``face_or_rules``).
 
 Modules, each importing only those before it: ``parameters`` (defaults,
 validation, the effective set and its hash, the current results), ``measure``
@@ -41,6 +43,7 @@ from .parameters import (
     ITA_CLASS_NAMES,
     ITA_CLASS_RANGES,
     PARAMETER_SPECS,
+    SKIN_DETECTOR_CHOICES,
     baseline_parameters_effective,
     baseline_parameters_hash,
     baseline_parameters_validate,
@@ -78,6 +81,7 @@ __all__ = [
     "MAX_JOB_FAILURES",
     "OVERLAY_MAX_SIDE",
     "PARAMETER_SPECS",
+    "SKIN_DETECTOR_CHOICES",
     "baseline_comparison",
     "baseline_correlations",
     "baseline_compute",

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from PIL import Image as PILImage
 
-from ...colorimetry import ImageDecodeError, MaskSizeError, detect_skin, measure_image, skin_tone_stats
+from ...colorimetry import ImageDecodeError, MaskSizeError, measure_image, select_skin, skin_tone_stats
 from ...models import Image
 from .parameters import stats_options
 
@@ -71,11 +71,12 @@ def _open_rgb(image: Image, *, max_pixels: int) -> np.ndarray:
     return np.asarray(rgb)
 
 
-def _overlay_png(image: Image, mask_kind: str) -> bytes:
+def _overlay_png(image: Image, mask_kind: str, skin_detector: str) -> bytes:
     """A palette PNG to lay over the display image: non-skin dimmed, skin outlined.
 
-    Skin pixels are found again at overlay size (the detector is a per-pixel rule,
-    so this is the analysed region up to resampling).
+    Skin pixels are chosen again at overlay size with the same detector (the face
+    detector works on a reduced copy of fixed size and samples fractions of the
+    face box, so this is the analysed region up to resampling).
     """
     rgb = _open_rgb(image, max_pixels=OVERLAY_MAX_SIDE * OVERLAY_MAX_SIDE)
     height, width = rgb.shape[:2]
@@ -87,9 +88,8 @@ def _overlay_png(image: Image, mask_kind: str) -> bytes:
     if mask_kind == "skin":
         skin = _load_mask(image, (width, height))
     else:
-        skin = detect_skin(rgb)
-        if mask_kind == "silhouette":
-            skin &= _load_mask(image, (width, height))
+        silhouette = _load_mask(image, (width, height)) if mask_kind == "silhouette" else None
+        skin = select_skin(rgb, skin_detector=skin_detector, opaque=silhouette).mask
     # Outline: skin pixels with a non-skin 4-neighbour (the frame edge is not an outline).
     padded = np.pad(skin, 1, mode="edge")
     interior = padded[:-2, 1:-1] & padded[2:, 1:-1] & padded[1:-1, :-2] & padded[1:-1, 2:]
@@ -108,8 +108,8 @@ def _measure(image: Image, parameters: dict[str, Any], mask_kind: str) -> dict[s
     if mask_kind == "silhouette":
         rgb = _open_rgb(image, max_pixels=max_pixels)
         silhouette = _load_mask(image, (rgb.shape[1], rgb.shape[0]))
-        stats = skin_tone_stats(rgb, detect_skin(rgb) & silhouette, **options)
-        stats["parameters"]["skin_detector"] = "chai_ngan_ycbcr+kovac_rgb within silhouette mask"
+        stats = skin_tone_stats(rgb, _opaque=silhouette, **options)
+        stats["parameters"]["skin_detector"] += " within silhouette mask"
         stats.update(width=image.width, height=image.height, analysed_width=rgb.shape[1], analysed_height=rgb.shape[0])
         return stats
     original = image.original.path
@@ -154,7 +154,7 @@ def image_measure(
     """
     try:
         stats = _measure(image, parameters, mask_kind)
-        overlay = _overlay_png(image, mask_kind)
+        overlay = _overlay_png(image, mask_kind, stats_options(parameters)["skin_detector"])
     except (ImageDecodeError, MaskSizeError, FileNotFoundError, PILImage.DecompressionBombError) as exc:
         return None, b"", _failure_reason(exc)
     except OSError as exc:

@@ -22,6 +22,7 @@ from ...colorimetry import (
     FITZPATRICK_ITA_CHARDON_CLASSES,
     FITZPATRICK_ITA_KINYANJUI_2020,
     ITA_CLASSES,
+    SKIN_DETECTORS,
     skin_tone_stats,
 )
 from ...models import ImageBaseline, Project
@@ -54,7 +55,11 @@ def _class_ranges() -> dict[str, str]:
 #: "(lower, upper]" of each ITA class, for people.
 ITA_CLASS_RANGES = _class_ranges()
 FLAG_NAMES = {
+    "no_face": "no face found",
     "too_little_skin": "too little skin",
+    "wide_ita_spread": "ITA spread too wide for one skin",
+    "ita_out_of_range": "ITA out of range (negative b*)",
+    "rule_based_skin": "skin from the colour-rule fallback",
     "clipped_highlights": "clipped highlights",
     "underexposed": "underexposed",
     "color_cast": "strong colour cast",
@@ -64,7 +69,9 @@ FLAG_NAMES = {
 # name -> (type, minimum, maximum, what it is). Defaults come from the signature
 # of colorimetry.skin_tone_stats so the two can never drift apart.
 PARAMETER_SPECS: dict[str, tuple[type, float, float, str]] = {
-    "min_skin_fraction": (float, 0.0, 1.0, "flag 'too little skin' below this skin fraction"),
+    "min_skin_fraction": (float, 0.0, 1.0, "flag 'too little skin' below this skin fraction (mask, colour rules)"),
+    "min_skin_pixels": (int, 1, 1_000_000, "flag 'too little skin' below this many skin pixels"),
+    "max_ita_iqr": (float, 0.0, 360.0, "flag 'ITA spread too wide' above this ITA interquartile range (degrees)"),
     "clip_level": (int, 128, 255, "a channel at or above this counts as clipped"),
     "max_clipped_fraction": (float, 0.0, 1.0, "flag clipped/crushed when more skin pixels are"),
     "min_white_luminance": (float, 0.0, 1.0, "flag 'underexposed' when the image white Y is below"),
@@ -82,7 +89,15 @@ DEFAULT_PARAMETERS: dict[str, Any] = {
     **{name: _STATS_DEFAULTS[name] for name in PARAMETER_SPECS if name != "max_pixels"},
     "max_pixels": colorimetry.DEFAULT_MAX_PIXELS,
     "fitzpatrick_mapping": _STATS_DEFAULTS["fitzpatrick_mapping"].name,
+    "skin_detector": _STATS_DEFAULTS["skin_detector"],
 }
+#: What each ``skin_detector`` choice means, for people.
+SKIN_DETECTOR_CHOICES = {
+    "face": "face: cheeks and forehead of the detected face (no face: no number)",
+    "face_or_rules": "face, else the colour rules (labelled fallback)",
+    "rules": "colour rules only (Chai & Ngan + Kovac; misses light and deep tones)",
+}
+assert set(SKIN_DETECTOR_CHOICES) == set(SKIN_DETECTORS)
 
 
 def baseline_parameters_validate(raw: Any) -> dict[str, Any]:
@@ -92,8 +107,9 @@ def baseline_parameters_validate(raw: Any) -> dict[str, Any]:
     ----------
     raw : dict or None
         Overrides of :data:`DEFAULT_PARAMETERS` (names as in
-        :func:`labeling.colorimetry.skin_tone_stats`, plus ``max_pixels`` and
-        ``fitzpatrick_mapping``, a name from :data:`FITZPATRICK_MAPPINGS`).
+        :func:`labeling.colorimetry.skin_tone_stats`, plus ``max_pixels``,
+        ``fitzpatrick_mapping``, a name from :data:`FITZPATRICK_MAPPINGS`, and
+        ``skin_detector``, one of :data:`SKIN_DETECTOR_CHOICES`).
 
     Returns
     -------
@@ -123,9 +139,15 @@ def baseline_parameters_validate(raw: Any) -> dict[str, Any]:
             else:
                 clean[key] = value
             continue
+        if key == "skin_detector":
+            if value not in SKIN_DETECTORS:
+                errors[key] = f"Choose one of: {', '.join(SKIN_DETECTORS)}."
+            else:
+                clean[key] = value
+            continue
         spec = PARAMETER_SPECS.get(key)
         if spec is None:
-            known = ", ".join([*PARAMETER_SPECS, "fitzpatrick_mapping"])
+            known = ", ".join([*PARAMETER_SPECS, "fitzpatrick_mapping", "skin_detector"])
             errors[str(key)[:60]] = f"Unknown parameter. Known: {known}."
             continue
         kind, low, high, _help = spec
@@ -201,4 +223,6 @@ def stats_options(parameters: dict[str, Any]) -> dict[str, Any]:
     """The keyword arguments of :func:`labeling.colorimetry.skin_tone_stats` in ``parameters``."""
     options = {k: v for k, v in parameters.items() if k in _STATS_DEFAULTS}
     options["fitzpatrick_mapping"] = FITZPATRICK_MAPPINGS[parameters["fitzpatrick_mapping"]]
+    # A parameter set stored before the face detector existed meant the colour rules.
+    options.setdefault("skin_detector", "rules")
     return options
