@@ -140,7 +140,7 @@ def assignment_queue(*, phase: Phase, labeler: Membership, after_position: int =
             phase_id=phase.id, labeler_id=labeler.id, done_at__isnull=True, position__gt=after_position
         )
         .select_related("image")
-        .only("id", "position", "kind", "image__id", "image__width", "image__height")
+        .only("id", "position", "kind", "request_reason", "image__id", "image__width", "image__height")
         .order_by("position")[:limit]
     )
 

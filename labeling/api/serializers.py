@@ -361,11 +361,18 @@ class RelabelSerializer(serializers.Serializer):
 
 class ReflectionSerializer(serializers.ModelSerializer):
     labeler = serializers.CharField(source="labeler.pseudonym", read_only=True)
+    skipped = serializers.BooleanField(
+        required=False,
+        default=False,
+        write_only=True,
+        help_text="Send true to skip the reflection explicitly; otherwise at least one answer is needed.",
+    )
 
     class Meta:
         model = Reflection
         fields = [
             "labeler",
+            "skipped",
             "minutes_taken",
             "unclear_instructions",
             "biases_noticed",
@@ -374,6 +381,13 @@ class ReflectionSerializer(serializers.ModelSerializer):
             "submitted_at",
         ]
         read_only_fields = ["labeler", "submitted_at"]
+
+    def to_representation(self, instance):
+        from ..services.labels import reflection_is_skipped
+
+        data = super().to_representation(instance)
+        data["skipped"] = reflection_is_skipped(instance)
+        return data
 
 
 class JobSerializer(serializers.ModelSerializer):
@@ -400,7 +414,7 @@ class AssignmentSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Assignment
-        fields = ["id", "position", "kind", "image"]
+        fields = ["id", "position", "kind", "request_reason", "image"]
 
 
 class ReleaseSerializer(serializers.ModelSerializer):

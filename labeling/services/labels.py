@@ -489,7 +489,23 @@ def relabel_request(*, image: Image, labelers: list[Membership], reason: str, us
     return created
 
 
-def reflection_submit(*, phase: Phase, labeler: Membership, **fields) -> Reflection:
+REFLECTION_TEXTS = ("unclear_instructions", "biases_other", "mindfulness_plan")
+
+
+def reflection_is_skipped(reflection: Reflection) -> bool:
+    """A reflection with no answer at all: the labeler chose to skip it (an empty one is never saved otherwise)."""
+    return (
+        reflection.minutes_taken is None
+        and not reflection.biases_noticed
+        and not any((getattr(reflection, key) or "").strip() for key in REFLECTION_TEXTS)
+    )
+
+
+def reflection_submit(*, phase: Phase, labeler: Membership, skipped: bool = False, **fields) -> Reflection:
+    """Save a labeler's reflection. It needs at least one answer, unless the labeler explicitly skips
+    it (``skipped``): then it is recorded with no answers, and the lead sees it as skipped."""
+    if skipped:
+        fields = {}
     if not phase.is_calibration:
         raise ValidationError("Reflections are asked for after calibration phases.")
     if not phase.assignments.filter(labeler=labeler).exists():
@@ -513,6 +529,10 @@ def reflection_submit(*, phase: Phase, labeler: Membership, **fields) -> Reflect
         if len(text) > 5000:
             raise ValidationError({key: "At most 5000 characters."})
         texts[key] = text
+    if not skipped and minutes is None and not biases and not any(t.strip() for t in texts.values()):
+        raise ValidationError(
+            "Answer at least one question, or choose “Skip the reflection” to say you have nothing to add."
+        )
     reflection, _ = Reflection.objects.update_or_create(
         phase=phase, labeler=labeler, defaults={"minutes_taken": minutes, "biases_noticed": biases, **texts}
     )

@@ -8,7 +8,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 
 from ..models import Membership, Phase
 from ..selectors import labeler_progress
-from ..services.labels import BIAS_FACTORS, reflection_submit
+from ..services.labels import BIAS_FACTORS, reflection_is_skipped, reflection_submit
 from .access import page_access
 
 
@@ -74,12 +74,16 @@ def reflection_page(request, pk: int):
             "biases_other": request.POST.get("biases_other", ""),
             "mindfulness_plan": request.POST.get("mindfulness_plan", ""),
         }
+        skipped = request.POST.get("skip") == "yes"
         try:
-            reflection_submit(phase=phase, labeler=m, **data)
+            reflection_submit(phase=phase, labeler=m, skipped=skipped, **data)
         except ValidationError as exc:
             errors = exc.message_dict if hasattr(exc, "error_dict") else {"__all__": exc.messages}
         else:
-            messages.success(request, "Thank you: your reflection is saved. The lead reads it with the others'.")
+            if skipped:
+                messages.success(request, "Recorded: you skipped the reflection. You can still write one later.")
+            else:
+                messages.success(request, "Thank you: your reflection is saved. The lead reads it with the others'.")
             return redirect("home")
     counts = labeler_progress(phase=phase, labeler=m)
     return render(
@@ -89,6 +93,7 @@ def reflection_page(request, pk: int):
             "phase": phase,
             "project": phase.project,
             "reflection": existing,
+            "reflection_skipped": existing is not None and reflection_is_skipped(existing),
             "bias_factors": BIAS_FACTORS,
             "errors": errors,
             "post": request.POST if request.method == "POST" else None,

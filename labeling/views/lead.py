@@ -281,12 +281,21 @@ def phase_detail(request, pk: int):
 
 @login_required
 def phase_review(request, pk: int):
-    from ..services.review import review_candidates
+    from ..services.review_decisions import review_report
 
     phase = get_object_or_404(Phase.objects.select_related("project"), pk=pk)
     project, _ = page_project(request, phase.project_id, Membership.Role.LEAD)
-    report = review_candidates(phase)
+    report = review_report(phase)
     labelers = project.memberships.filter(role=Membership.Role.LABELER, is_active=True)
+    tones = project.ordered_tones()
+    # A correction is a single tone or, where the project allows pairs, two adjacent tones ("3+4").
+    tone_options = [{"value": str(t.position), "text": f"{t.position} · {t.name}"} for t in tones]
+    if project.allow_adjacent_pairs:
+        positions = sorted(t.position for t in tones)
+        tone_options += [
+            {"value": f"{a}+{b}", "text": f"{a}+{b} (between {a} and {b})"}
+            for a, b in zip(positions, positions[1:], strict=False)
+        ]
     return render(
         request,
         "labeling/phase_review.html",
@@ -295,7 +304,8 @@ def phase_review(request, pk: int):
             "phase": phase,
             "report": report,
             "labelers": labelers,
-            "tones": project.ordered_tones(),
+            "tones": tones,
+            "tone_options": tone_options,
             "skip_reasons": project.skip_reasons,
         },
     )

@@ -131,12 +131,26 @@
   }
 
   let toastTimer = null;
-  function flash(message, kind = "info") {
+  // A warning about the current answer goes as soon as the answer no longer has the problem
+  // (``fixedWhen`` turns true on a later render), not only when its timer runs out.
+  let toastFixedWhen = null;
+  function flash(message, kind = "info", fixedWhen = null) {
     ui.toast.textContent = message;
     ui.toast.dataset.kind = kind;
     ui.toast.hidden = false;
+    toastFixedWhen = fixedWhen;
     clearTimeout(toastTimer);
-    toastTimer = setTimeout(() => (ui.toast.hidden = true), kind === "error" ? 6000 : 2600);
+    toastTimer = setTimeout(() => {
+      ui.toast.hidden = true;
+      toastFixedWhen = null;
+    }, kind === "error" ? 6000 : 2600);
+  }
+  function clearFixedToast() {
+    if (toastFixedWhen && !ui.toast.hidden && toastFixedWhen()) {
+      ui.toast.hidden = true;
+      toastFixedWhen = null;
+      clearTimeout(toastTimer);
+    }
   }
 
   function toneText(position) {
@@ -335,7 +349,14 @@
       const h = state.history[state.reviewIndex];
       return { imageId: h.image, url: h.display_url, review: h };
     }
-    if (state.current) return { imageId: state.current.image.id, url: state.current.image.display_url, review: null };
+    if (state.current)
+      return {
+        imageId: state.current.image.id,
+        url: state.current.image.display_url,
+        review: null,
+        kind: state.current.kind,
+        request_reason: state.current.request_reason || "",
+      };
     return null;
   }
 
@@ -373,6 +394,7 @@
   function render() {
     const sel = state.selection;
     const item = shownItem();
+    clearFixedToast();
     for (const button of ui.swatches.querySelectorAll("button")) {
       const pos = Number(button.dataset.position);
       button.setAttribute("aria-pressed", String(sel.tones.includes(pos)));
@@ -397,6 +419,13 @@
         (PHASE_OPEN ? "Change it and press Enter (kept as a new revision), or ] to move on." : "The phase is closed.") +
         (changed ? ` Changed${h.n_revisions > 1 ? ` (revision ${h.n_revisions})` : ""}.` : "");
       ui.reviewNote.dataset.changed = String(!!changed);
+    } else if (item?.request_reason) {
+      // An image a lead sent back: say that it is a relabel, and why.
+      ui.reviewNote.hidden = false;
+      ui.reviewNote.dataset.changed = "false";
+      ui.reviewNote.textContent =
+        (item.kind === "relabel" ? "Sent back to you for relabeling. " : "Added by the lead. ") +
+        `The lead's reason: ${item.request_reason}`;
     } else {
       ui.reviewNote.hidden = PHASE_OPEN;
       ui.reviewNote.textContent = PHASE_OPEN ? "" : "This phase is not open: answers cannot be submitted.";
@@ -429,7 +458,7 @@
       state.selection = { ...sel, tones: [primary] };
     } else if (Math.abs(position - primary) !== 1) {
       const options = [primary - 1, primary + 1].filter((p) => TONE.has(p)).join(" or ");
-      flash(`Only adjacent tones can be paired: ${primary} with ${options}.`, "warn");
+      flash(`Only adjacent tones can be paired: ${primary} with ${options}.`, "warn", () => state.selection !== sel);
       return;
     } else {
       state.selection = { ...sel, tones: [Math.min(primary, position), Math.max(primary, position)] };
@@ -523,11 +552,11 @@
     }
     const sel = state.selection;
     if (!sel.skipReason && !sel.tones.length) {
-      flash("Choose a tone, or skip (S).");
+      flash("Choose a tone, or skip (S).", "warn", () => state.selection.tones.length > 0 || !!state.selection.skipReason);
       return;
     }
     if (!sel.skipReason && !state.imageReady) {
-      flash("The image is still loading.");
+      flash("The image is still loading.", "info", () => state.imageReady);
       return;
     }
     if (item.review && sameAnswer(fromHistory(item.review), sel)) {

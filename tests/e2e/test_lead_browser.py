@@ -96,3 +96,65 @@ def test_lead_picks_the_calibration_set_by_clicking(page, live_server, study, pa
         expect(page.locator(f"#current-set [data-external-id='{external_id}']")).to_be_visible()
     page.screenshot(path=str(results_dir / "lead-calibration-current.png"), full_page=True)
     assert page_errors == []
+
+
+def test_review_resolves_an_item_and_the_labeler_sees_the_reason(browser, live_server, study, page_errors, results_dir):
+    from labeling.models import Label, ReviewDecision
+    from labeling.services.phases import calibration_configure, phase_close, phase_get, phase_open
+    from tests.labeling.helpers import submit
+
+    project, (lab1, lab2) = study["project"], study["labelers"]
+    calibration_configure(project=project, size=3, calibration_1_size=3, n_repeated=0, seed=5)
+    cal1 = phase_open(phase=phase_get(project, Phase.Kind.CALIBRATION_1), labels_per_image=2)
+    third = MembershipFactory(project=project, user=UserFactory(username="lab3"), pseudonym="L3")
+    for a in cal1.assignments.select_related("labeler"):
+        submit(cal1, a.labeler, a.image_id, tones=[4])
+    phase_close(phase=cal1)
+    for kind in (Phase.Kind.CALIBRATION_2, Phase.Kind.MAIN):
+        phase = phase_get(project, kind)
+        phase.status = Phase.Status.CLOSED
+        phase.save()
+    post = phase_open(phase=phase_get(project, Phase.Kind.POST_CALIBRATION), labeler_ids=[lab1.id, lab2.id, third.id])
+    image_id = cal1.assignments.filter(labeler=lab1).first().image_id
+    label = Label.objects.get(phase=cal1, image_id=image_id, labeler=lab1)
+    label.uncertain = True  # listed by the review: an uncertain label
+    label.save()
+
+    lead_page = browser.new_context(viewport={"width": 1366, "height": 900}).new_page()
+    lead_page.on("pageerror", lambda exc: page_errors.append(str(exc)))
+    sign_in(lead_page, live_server, "lead")
+    lead_page.goto(f"{live_server.url}/phases/{post.id}/review/")
+    card = lead_page.locator(f"section.review[data-image='{image_id}']")
+    expect(card.locator(".review-state")).to_have_text("to review")
+    # An adjacent pair is offered as a correction.
+    expect(card.locator("form.correction select[name=tones] option[value='4+5']").first).to_be_attached()
+    relabel = card.locator("form.relabel")
+    relabel.locator(f"input[name=labeler_ids][value='{lab1.id}']").check()
+    relabel.locator("input[name=reason]").fill("The left half is in shadow: look at the forehead")
+    relabel.locator("button[type=submit]").click()
+    expect(relabel.locator(".status")).to_have_text("saved")
+    card.locator("form.decision input[name=note]").fill("sent back to L1")
+    card.locator("form.decision button[value=resolved]").click()
+    expect(card.locator(".review-state")).to_have_text("resolved")
+    expect(lead_page.locator("#n-resolved")).to_have_text("1")
+    expect(lead_page.locator("#n-decided")).to_have_text("1")
+    lead_page.screenshot(path=str(results_dir / "lead-review-resolved.png"), full_page=True)
+    assert ReviewDecision.objects.get(phase=post, image_id=image_id).state == "resolved"
+
+    labeler_page = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
+    labeler_page.on("pageerror", lambda exc: page_errors.append(str(exc)))
+    sign_in(labeler_page, live_server, "lab1")
+    labeler_page.goto(f"{live_server.url}/phases/{post.id}/label/")
+    note = labeler_page.locator("#review-note")
+    expect(note).to_contain_text("Sent back to you for relabeling")
+    expect(note).to_contain_text("The left half is in shadow: look at the forehead")
+    # A warning goes as soon as its problem is fixed, and never covers the image.
+    labeler_page.keyboard.press("Enter")
+    toast = labeler_page.locator("#toast")
+    expect(toast).to_contain_text("Choose a tone")
+    stage, box = labeler_page.locator("#stage").bounding_box(), toast.bounding_box()
+    assert box["x"] >= stage["x"] + stage["width"] or box["y"] >= stage["y"] + stage["height"]
+    labeler_page.screenshot(path=str(results_dir / "labeler-relabel-reason.png"))
+    labeler_page.keyboard.press("4")
+    expect(toast).to_be_hidden()
+    assert page_errors == []

@@ -239,3 +239,109 @@ def test_consensus_table_and_tone_examples_name_images_by_their_own_id(project, 
     client.post(f"/projects/{project.id}/examples/", {f"tone_{tone.position}": images[0].external_id})
     page = client.get(f"/projects/{project.id}/examples/").content.decode()
     assert f'data-external-id="{images[0].external_id}"' in page and f"<span>{images[0].external_id}</span>" in page
+
+
+def test_an_empty_reflection_is_refused_unless_explicitly_skipped(project, labelers, lead, client, client_for):
+    from labeling.models import Reflection
+
+    add_images(project, 6)
+    cal1 = open_calibration_1(project, labels_per_image=2)
+    labeler = labelers[0]
+    client.force_login(labeler.user)
+    empty = {"minutes_taken": "", "unclear_instructions": "  ", "biases_other": "", "mindfulness_plan": ""}
+    page = client.post(f"/phases/{cal1.id}/reflection/", empty).content.decode()
+    assert "Answer at least one question" in page
+    assert not Reflection.objects.filter(phase=cal1, labeler=labeler).exists()
+    r = client.post(f"/phases/{cal1.id}/reflection/", {**empty, "skip": "yes"}, follow=True)
+    assert "you skipped the reflection" in r.content.decode()
+    assert Reflection.objects.filter(phase=cal1, labeler=labeler).exists()
+    assert "You skipped the reflection" in client.get(f"/phases/{cal1.id}/reflection/").content.decode()
+    client.force_login(lead)
+    assert '<span class="badge">skipped</span>' in client.get(f"/phases/{cal1.id}/").content.decode()
+    api = client_for(labelers[1].user)
+    assert api.put(f"/api/phases/{cal1.id}/reflection/", {}, format="json").status_code == 400
+    r = api.put(f"/api/phases/{cal1.id}/reflection/", {"skipped": True}, format="json")
+    assert r.status_code == 200 and r.json()["skipped"] is True
+    r = api.put(f"/api/phases/{cal1.id}/reflection/", {"mindfulness_plan": "Look at the cheek"}, format="json")
+    assert r.status_code == 200 and r.json()["skipped"] is False
+
+
+def test_label_page_words_for_a_closed_phase(project, labelers, client):
+    add_images(project, 6)
+    cal1 = open_calibration_1(project, labels_per_image=2)
+    client.force_login(labelers[0].user)
+    assert "While the phase is open you can still go back" in client.get(f"/phases/{cal1.id}/label/").content.decode()
+    phase_close(phase=cal1)
+    page = client.get(f"/phases/{cal1.id}/label/").content.decode()
+    assert "While the phase is open" not in page and "This phase is closed" in page
+
+
+@pytest.fixture
+def post_review(project, labelers):
+    """Calibration 1 labelled with one outlier (L3's 9 on image 0); every later phase closed but post-calibration."""
+    from tests.labeling.helpers import submit
+
+    images = add_images(project, 3)
+    from labeling.services.phases import calibration_configure
+
+    calibration_configure(project=project, size=3, calibration_1_size=3, n_repeated=0, seed=5)
+    cal1 = phase_open(phase=phase_get(project, Phase.Kind.CALIBRATION_1), labels_per_image=3, labeler_ids=None)
+    answers = {0: [3, 3, 9], 1: [5, 5, 5], 2: [7, 7, 7]}
+    for k, image in enumerate(images):
+        done = [a.labeler for a in cal1.assignments.filter(image=image).select_related("labeler")]
+        for m, tone in zip(done, answers[k], strict=False):
+            submit(cal1, m, image.id, tones=[tone])
+    phase_close(phase=cal1)
+    for kind in (Phase.Kind.CALIBRATION_2, Phase.Kind.MAIN):
+        phase = phase_get(project, kind)
+        phase.status = Phase.Status.CLOSED
+        phase.save()
+    post = phase_open(phase=phase_get(project, Phase.Kind.POST_CALIBRATION))
+    return {"post": post, "images": images, "cal1": cal1}
+
+
+def test_review_states_progress_and_pair_corrections(project, labelers, lead, client_for, post_review):
+    from labeling.models import Label
+    from labeling.services.labels import relabel_request
+
+    post, image = post_review["post"], post_review["images"][0]
+    api = client_for(lead)
+    report = api.get(f"/api/phases/{post.id}/review/").json()
+    assert report["n_candidates"] == 1 and report["progress"]["open"] == 1
+    candidate = report["candidates"][0]
+    assert candidate["state"] == "open" and candidate["external_id"] == image.external_id
+    # A correction to an adjacent pair.
+    outlier = Label.objects.get(image=image, tone_low=9)
+    r = api.post(
+        f"/api/labels/{outlier.id}/corrections/", {"tones": [3, 4], "reason": "between 3 and 4"}, format="json"
+    )
+    assert r.status_code == 201 and (r.json()["tone_low"], r.json()["tone_high"]) == (3, 4)
+    # Sent back: waiting, then answered.
+    relabel_request(image=image, labelers=[outlier.labeler], reason="look at the neck", user=lead)
+    assert api.get(f"/api/phases/{post.id}/review/").json()["progress"]["waiting_relabel"] == 1
+    # Decisions, with bad input refused in plain words.
+    url = f"/api/phases/{post.id}/review-decisions/"
+    assert api.post(url, {"image": image.id, "state": "maybe"}, format="json").status_code == 400
+    assert api.post(url, {"image": 10**9, "state": "resolved"}, format="json").status_code == 400
+    assert api.post(url, {"state": "resolved"}, format="json").status_code == 400
+    progress = api.post(url, {"image": image.id, "state": "resolved", "note": "fixed"}, format="json").json()
+    assert progress["resolved"] == 1 and progress["decided"] == 1 and progress["fraction_decided"] == 1.0
+    report = api.get(f"/api/phases/{post.id}/review/").json()
+    assert report["candidates"][0]["decision"]["note"] == "fixed"
+    progress = api.post(url, {"image": image.id, "state": "open"}, format="json").json()
+    assert progress["decided"] == 0 and progress["waiting_relabel"] == 1
+    assert (
+        client_for(labelers[0].user).post(url, {"image": image.id, "state": "resolved"}, format="json").status_code
+        == 403
+    )
+
+
+def test_a_relabelling_labeler_sees_the_reason(project, labelers, lead, client_for, post_review):
+    from labeling.models import Label
+    from labeling.services.labels import relabel_request
+
+    post, image = post_review["post"], post_review["images"][0]
+    outlier = Label.objects.get(image=image, tone_low=9)
+    relabel_request(image=image, labelers=[outlier.labeler], reason="look at the neck", user=lead)
+    body = client_for(outlier.labeler.user).get(f"/api/phases/{post.id}/next/").json()
+    assert body["current"]["kind"] == "relabel" and body["current"]["request_reason"] == "look at the neck"

@@ -10,9 +10,19 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from ... import selectors
-from ...models import Membership, Phase
+from ...models import Image, Membership, Phase
 from ...services import phases as phase_services
+from ...services import review_decisions
 from .. import serializers as s
+
+
+class ReviewDecisionSerializer(serializers.Serializer):
+    image = serializers.IntegerField(help_text="The image's id (``id`` in the review's candidates).")
+    state = serializers.ChoiceField(
+        choices=["accepted", "resolved", "open"],
+        help_text="accepted (labels fine as they are), resolved (fixed), or open (withdraw the decision).",
+    )
+    note = serializers.CharField(max_length=2000, required=False, allow_blank=True, default="")
 
 
 class PhaseControlViewSet(viewsets.GenericViewSet):
@@ -56,3 +66,23 @@ class PhaseControlViewSet(viewsets.GenericViewSet):
         phase_services.phase_reopen(phase=phase, user=request.user, **data.validated_data)
         phase.refresh_from_db()
         return Response(s.PhaseSerializer(phase).data)
+
+    @extend_schema(request=ReviewDecisionSerializer, responses={200: dict})
+    @action(detail=True, methods=["post"], url_path="review-decisions")
+    def review_decisions(self, request, pk=None):
+        """Decide an image of the review: accepted as labelled, resolved, or open again (withdrawn).
+        Answers the review's progress counts."""
+        phase = self._lead()
+        data = ReviewDecisionSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        image = Image.objects.filter(pk=v["image"], project_id=phase.project_id).first()
+        if image is None:
+            raise serializers.ValidationError({"image": ["No such image in this project."]})
+        if v["state"] == "open":
+            review_decisions.review_withdraw(phase=phase, image=image)
+        else:
+            review_decisions.review_decide(
+                phase=phase, image=image, state=v["state"], user=request.user, note=v["note"]
+            )
+        return Response(review_decisions.review_report(phase, limit=0)["progress"])

@@ -25,6 +25,8 @@ def assignment_payload(assignment) -> dict:
         "id": assignment.id,
         "position": assignment.position,
         "kind": assignment.kind,
+        # Why a lead sent this image (back) to the labeler; empty for the phase's own images.
+        "request_reason": assignment.request_reason,
         "image": {
             "id": image.id,
             "width": image.width,
@@ -252,8 +254,9 @@ class PhaseViewSet(viewsets.GenericViewSet, mixins.RetrieveModelMixin):
 
     @action(detail=True, methods=["get"])
     def review(self, request, pk=None):
-        """Images that look like mistakes: an outlying selection, skips, uncertain or invalid labels."""
-        from ...services.review import review_candidates
+        """Images that look like mistakes (an outlying selection, skips, uncertain or invalid labels), each
+        with its state (open, waiting for a relabel, relabelled, accepted, resolved) and the progress counts."""
+        from ...services.review_decisions import review_report
 
         phase = self._lead()
-        return Response(review_candidates(phase))
+        return Response(review_report(phase))
