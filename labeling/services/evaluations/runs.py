@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -96,7 +97,10 @@ def release_attributes(release: Release) -> tuple[list[str], list[str]]:
     for f in schema:
         if f.name in FIXED_IMAGE_COLUMNS:
             continue
-        (categorical if str(f.type) == "string" else numeric).append(f.name)
+        if pa.types.is_string(f.type) or pa.types.is_large_string(f.type) or pa.types.is_dictionary(f.type):
+            categorical.append(f.name)
+        elif pa.types.is_integer(f.type) or pa.types.is_floating(f.type):
+            numeric.append(f.name)
     return categorical, numeric
 
 
