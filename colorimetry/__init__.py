@@ -32,6 +32,8 @@ steps of a measurement:
 * ``classes``: ITA classes and ITA -> Fitzpatrick tables;
 * ``stats``: statistics and quality flags of an RGB array;
 * ``measure``: :func:`measure_image`, decode then statistics;
+* ``evaluation``: the stored per-tone coverage and error of the detectors on
+  the evaluation set (``skin_evaluation.json``);
 * ``errors``: the exceptions.
 """
 
@@ -46,6 +48,7 @@ from .classes import (
 from .color import ita_degrees, srgb_to_lab
 from .decode import DEFAULT_MAX_PIXELS, DecodedImage, decode_image
 from .errors import ImageDecodeError, MaskSizeError
+from .evaluation import skin_detector_evaluation
 from .face import detect_faces, face_skin_mask
 from .measure import measure_image
 from .skin import detect_skin
@@ -72,6 +75,7 @@ __all__ = [
     "ita_degrees",
     "measure_image",
     "select_skin",
+    "skin_detector_evaluation",
     "skin_tone_stats",
     "srgb_to_lab",
 ]

@@ -25,6 +25,7 @@ from colorimetry import (
     ita_degrees,
     measure_image,
     select_skin,
+    skin_detector_evaluation,
     skin_tone_stats,
     srgb_to_lab,
 )
@@ -46,6 +47,7 @@ __all__ = [
     "ita_degrees",
     "measure_image",
     "select_skin",
+    "skin_detector_evaluation",
     "skin_tone_stats",
     "srgb_to_lab",
 ]

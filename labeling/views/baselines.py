@@ -19,6 +19,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from .. import plots, selectors
+from ..colorimetry import skin_detector_evaluation
 from ..errors import error_text
 from ..models import ImageBaseline, Job, Membership
 from ..services import baselines as svc
@@ -37,6 +38,21 @@ def _mapping_info(parameters: dict[str, Any]):
         "source": mapping.source,
         "table": [{"type": fitz, "above": bound if bound > -1e308 else None} for bound, fitz in mapping.lower_bounds],
     }
+
+
+def _detector_evaluation() -> dict[str, Any]:
+    """The stored per-tone figures of the face detector, development and held-out side by side."""
+    figures = skin_detector_evaluation()
+    sets = figures["sets"]
+    rows = []
+    for tone in range(1, 11):
+        row = {"tone": tone}
+        for name in ("development", "held_out"):
+            for detector in ("face", "rules"):
+                (found,) = [r for r in sets[name][detector] if r["tone"] == tone]
+                row[f"{name}_{detector}"] = found
+        rows.append(row)
+    return {**figures, "rows": rows}
 
 
 # --- pages ------------------------------------------------------------------------
@@ -97,6 +113,7 @@ def baselines_overview(request, pk: int):
             "mappings": svc.FITZPATRICK_MAPPINGS.values(),
             "skin_detectors": svc.SKIN_DETECTOR_CHOICES,
             "mapping": _mapping_info(parameters),
+            "evaluation": _detector_evaluation(),
             "jobs": project.jobs.filter(kind=Job.Kind.BASELINE)[:5],
         },
     )
@@ -106,6 +123,15 @@ def baselines_overview(request, pk: int):
 @require_POST
 def baselines_run(request, pk: int):
     project = _lead_project(request, pk)
+    if request.POST.get("only_without_current") == "1":
+        job = svc.baseline_run_outdated(project=project, user=request.user)
+        if job is None:
+            messages.info(request, "Every image already has a result for the current method and parameters.")
+            return redirect("baselines", pk=project.pk)
+        messages.success(
+            request, f"Baseline run {job.pk} started over the {job.total} images without a current result."
+        )
+        return redirect("baseline-job", pk=project.pk, job_id=job.pk)
     names = [*svc.PARAMETER_SPECS, "fitzpatrick_mapping", "skin_detector"]
     overrides = {n: request.POST[n].strip() for n in names if request.POST.get(n, "").strip()}
     try:
@@ -172,15 +198,18 @@ def baselines_compare(request, pk: int):
     except ValidationError as exc:
         messages.error(request, error_text(exc))
         phase = None
-    exclude_flagged = request.GET.get("exclude_flagged") == "1"
+    # Flagged images are left out unless asked for (a flagged number may not be skin).
+    exclude_flagged = request.GET.get("exclude_flagged", "1") != "0"
     comparison = selectors.baseline_comparison_cached(project, phase, exclude_flagged)
+    other = selectors.baseline_comparison_cached(project, phase, not exclude_flagged)
     flag_labels = {p["image_id"]: [svc.FLAG_NAMES.get(f, f) for f in p["flags"]] for p in comparison["disagreements"]}
     query = f"phase={phase.pk if phase else 'all'}&exclude_flagged={int(exclude_flagged)}"
-    measures = [
-        ("ITA (median over skin pixels)", comparison["correlations"]["ita"]),
-        ("Apparent albedo (mean relative luminance Y of skin)", comparison["correlations"]["apparent_albedo"]),
-        ("Apparent albedo normalised by the image white", comparison["correlations"]["apparent_albedo_normalized"]),
-    ]
+    names = {
+        "ita": "ITA (median over skin pixels)",
+        "apparent_albedo": "Apparent albedo (mean relative luminance Y of skin)",
+        "apparent_albedo_normalized": "Apparent albedo normalised by the image white",
+    }
+    measures = [(names[m], comparison["correlations"][m], other["correlations"][m]) for m in svc.COMPARISON_MEASURES]
     by_tone = []
     for tone, values in comparison["by_tone"].items():
         ordered = sorted(values)
@@ -205,6 +234,7 @@ def baselines_compare(request, pk: int):
             "phase": phase,
             "exclude_flagged": exclude_flagged,
             "comparison": comparison,
+            "other": other,
             "measures": measures,
             "by_tone": by_tone,
             "disagreements": [{**p, "flag_labels": flag_labels[p["image_id"]]} for p in comparison["disagreements"]],
@@ -224,7 +254,7 @@ def baselines_plot(request, pk: int, plot: str, fmt: str):
         phase = selectors.baseline_phase_choice(project, request.GET.get("phase"))
     except ValidationError:
         raise Http404 from None
-    exclude_flagged = request.GET.get("exclude_flagged") == "1"
+    exclude_flagged = request.GET.get("exclude_flagged", "1") != "0"
     comparison = selectors.baseline_comparison_cached(project, phase, exclude_flagged)
     content = plots.baseline_plot(comparison, kind=plot, fmt=fmt, scale_name=project.scale.name)
     response = HttpResponse(content, content_type=plots.PLOT_FORMATS[fmt])

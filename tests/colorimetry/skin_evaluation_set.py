@@ -252,11 +252,11 @@ def development_cases() -> list[Case]:
     return cases(astronaut(), DEVELOPMENT_VARIANTS)
 
 
+HELD_OUT_ASTRONAUT_VARIANTS: dict[str, Variant] = {
+    "cool_over_one_stop": chain(white_balance(COOL), exposure(1.0)),
+    "third_size_mirror": chain(mirror, downscale(3)),
+}
+
+
 def held_out_cases() -> list[Case]:
-    return cases(grace_hopper(), HELD_OUT_VARIANTS) + cases(
-        astronaut(),
-        {
-            "cool_over_one_stop": chain(white_balance(COOL), exposure(1.0)),
-            "third_size_mirror": chain(mirror, downscale(3)),
-        },
-    )
+    return cases(grace_hopper(), HELD_OUT_VARIANTS) + cases(astronaut(), HELD_OUT_ASTRONAUT_VARIANTS)

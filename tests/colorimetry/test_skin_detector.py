@@ -16,7 +16,8 @@ import json
 import numpy as np
 import pytest
 
-from colorimetry import ITA_CLASSES, skin_tone_stats
+from colorimetry import ALGORITHM_VERSION, ITA_CLASSES, skin_tone_stats
+from colorimetry.evaluation import skin_detector_evaluation
 from colorimetry.face import face_skin_mask
 
 from . import skin_evaluation_set as evaluation
@@ -62,6 +63,35 @@ def test_every_tone_is_measured_within_five_degrees_of_the_face(tone: int) -> No
         assert stats["skin_source"] == "face" and "no_face" not in stats["flags"]
         assert "wide_ita_spread" not in stats["flags"]
         json.dumps(stats, allow_nan=False)
+
+
+def stored_row(set_name: str, tone: int) -> dict:
+    figures = skin_detector_evaluation()
+    assert figures["algorithm_version"] == ALGORITHM_VERSION, "rerun bench/bench_skin_detector.py --write"
+    (row,) = [row for row in figures["sets"][set_name]["face"] if row["tone"] == tone]
+    return row
+
+
+def figures_of(results: list[tuple[str, float, dict]]) -> dict:
+    """The per-tone figures of bench/bench_skin_detector.py, from fresh results."""
+    errors = [stats["ita_median"] - truth for _name, truth, stats in results if stats["ita_median"] is not None]
+    absolute = np.abs(errors)
+    return {
+        "cases": len(results),
+        "measured": len(errors),
+        "within": int((absolute <= MAX_ITA_ERROR).sum()),
+        "median_abs_error": float(np.median(absolute)) if errors else None,
+        "max_abs_error": float(absolute.max()) if errors else None,
+    }
+
+
+@pytest.mark.parametrize("tone", range(1, 11))
+def test_the_figures_on_the_baselines_page_are_the_current_ones(tone: int) -> None:
+    fresh, stored = figures_of(development_results(tone)), stored_row("development", tone)
+    for key in ("cases", "measured", "within"):
+        assert fresh[key] == stored[key], key
+    for key in ("median_abs_error", "max_abs_error"):
+        assert fresh[key] == pytest.approx(stored[key], abs=0.02), key
 
 
 def test_the_check_fails_on_the_rule_based_detector() -> None:

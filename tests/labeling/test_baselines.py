@@ -511,3 +511,71 @@ def test_retry_page_action_starts_a_new_run(project):
     new = Job.objects.exclude(pk=job.pk).get(kind=Job.Kind.BASELINE)
     assert response.status_code == 302 and response["Location"].endswith(f"/jobs/{new.pk}/")
     assert new.parameters["retry_of"] == job.pk
+
+
+# --- issue 12: the detector's figures, flagged images, coverage per tone, recompute ----------
+
+
+def test_baselines_page_shows_the_detector_figures_per_tone(project):
+    client = Client()
+    client.force_login(project.created_by)
+    html = client.get(f"/projects/{project.pk}/baselines/").content.decode()
+    assert 'id="detector-evaluation"' in html
+    figures = colorimetry.skin_detector_evaluation()
+    assert figures["algorithm_version"] == colorimetry.ALGORITHM_VERSION
+    section = html.split('id="detector-evaluation"')[1].split("</section>")[0]
+    rows = section.split("<tbody>")[1].split("</tbody>")[0].split("</tr>")[:-1]
+    assert len(rows) == 10
+    for tone, row in enumerate(rows, start=1):
+        (development,) = [r for r in figures["sets"]["development"]["face"] if r["tone"] == tone]
+        assert f"<td>{tone}</td>" in row
+        assert f"{development['within']}/{development['cases']}" in row
+
+
+def test_comparison_page_leaves_out_flagged_images_by_default_and_shows_both(labelled):
+    project, _phase, images = labelled
+    flagged = current(images[5])
+    flagged.flags = ["wide_ita_spread"]
+    flagged.save(update_fields=["flags"])
+    unflagged = [t for t, image in images.items() if not current(image).flags]
+    assert 0 < len(unflagged) < len(images)  # the dark swatches are flagged underexposed too
+    client = Client()
+    client.force_login(project.created_by)
+    default = client.get(f"/projects/{project.pk}/baselines/compare/")
+    assert default.context["exclude_flagged"] is True
+    assert {p["image_id"] for p in default.context["comparison"]["points"]} == {images[t].id for t in unflagged}
+    assert len(default.context["other"]["points"]) == len(images)
+    ita_row = default.context["measures"][0]
+    assert (ita_row[1]["n"], ita_row[2]["n"]) == (len(unflagged), len(images))
+    included = client.get(f"/projects/{project.pk}/baselines/compare/?exclude_flagged=0")
+    assert included.context["exclude_flagged"] is False
+    assert len(included.context["comparison"]["points"]) == len(images)
+    # Per consensus tone: labelled images, with an ITA, without a flag (the MST 5 swatch, tone 5, is flagged).
+    coverage = {c["tone"]: c for c in default.context["comparison"]["coverage_by_tone"]}
+    assert coverage[5] == {"tone": 5, "n_labelled": 1, "n_with_ita": 1, "n_unflagged": 0}
+    assert sum(c["n_labelled"] for c in coverage.values()) == len(images)
+    assert sum(c["n_unflagged"] for c in coverage.values()) == len(unflagged)
+    assert 'id="coverage-by-tone"' in default.content.decode()
+
+
+def test_a_method_change_leaves_old_results_and_recompute_starts_a_run_over_the_rest(project, monkeypatch):
+    from django.core.management import call_command
+
+    images = [swatch_image(project, t) for t in (4, 6)]
+    old_rows = {i.id: current(i).pk for i in images}
+    assert svc.baseline_images_without_current(project) == []
+    assert svc.baseline_run_outdated(project=project) is None
+    # A new version of the method: nothing is current any more, the old rows stay.
+    new_version = svc.BASELINE_CODE_VERSION + "+test"
+    for module in (svc, svc.parameters, svc.runs, svc.storage, svc.comparison):
+        monkeypatch.setattr(module, "BASELINE_CODE_VERSION", new_version, raising=False)
+    assert svc.baseline_images_without_current(project) == sorted(i.id for i in images)
+    summary = svc.baseline_summary(project)
+    assert (summary["n_missing"], summary["n_outdated"]) == (2, 2)
+    with _hooks(execute=True):
+        call_command("baselines_recompute", stdout=io.StringIO())
+    rows = ImageBaseline.objects.filter(image__project=project)
+    assert rows.count() == 4  # the old results are kept
+    assert set(rows.filter(code_version=new_version).values_list("image_id", flat=True)) == {i.id for i in images}
+    assert all(ImageBaseline.objects.filter(pk=pk).exists() for pk in old_rows.values())
+    assert svc.baseline_images_without_current(project) == []

@@ -38,6 +38,12 @@ def baseline_summary(project: Project) -> dict[str, Any]:
     """Counts for the project's current parameters: computed, failed, missing, flags, classes."""
     rows = list(baselines_current(project).values_list("status", "flags", "ita_class"))
     n_images = project.images.count()
+    current_ids = baselines_current(project).values("image_id")
+    n_outdated = (
+        project.images.exclude(id__in=current_ids).filter(baselines__isnull=False).distinct().count()
+        if len(rows) < n_images
+        else 0
+    )
     flags = dict.fromkeys(FLAG_NAMES, 0)
     classes = dict.fromkeys(ITA_CLASS_NAMES, 0)
     n_ok = n_failed = n_flagged = 0
@@ -57,6 +63,8 @@ def baseline_summary(project: Project) -> dict[str, Any]:
         "n_failed": n_failed,
         "n_flagged": n_flagged,
         "n_missing": max(0, n_images - n_ok - n_failed),
+        # Of the missing: images with results only from another method or parameter set.
+        "n_outdated": n_outdated,
         "n_unflagged": n_ok - n_flagged,
         "flags": flags,
         "classes": classes,
@@ -95,7 +103,9 @@ def baseline_comparison(
         ``points`` (one dict per image), ``correlations`` (``ita``,
         ``apparent_albedo``, ``apparent_albedo_normalized``:
         :func:`metrics.correlation.spearman_bootstrap` results of the mean label against each),
-        ``by_tone`` (ITA values per consensus tone) and ``disagreements``
+        ``by_tone`` (ITA values per consensus tone), ``coverage_by_tone``
+        (per consensus tone: labelled images, images with an ITA, images with
+        an ITA and no quality flag) and ``disagreements``
         (largest absolute differences between the rank of the mean label and
         the rank of ITA reversed, since a deeper tone has a lower ITA).
 
@@ -106,6 +116,7 @@ def baseline_comparison(
     """
     values = _human_values(project, phase)
     points = _comparison_points(project, values, exclude_flagged=exclude_flagged)
+    coverage = _coverage_by_tone(project, values)
     correlations = {
         measure: spearman_bootstrap(
             *_pairs(points, measure), n_resamples=n_resamples, seed=seed, confidence=BOOTSTRAP_CONFIDENCE
@@ -127,6 +138,7 @@ def baseline_comparison(
         "points": points,
         "correlations": correlations,
         "by_tone": {str(k): by_tone[k] for k in sorted(by_tone)},
+        "coverage_by_tone": coverage,
         "disagreements": disagreements,
         "label_definition": "plain mean of the image's non-repeat valid label values",
     }
@@ -170,6 +182,28 @@ def _comparison_points(project: Project, values: dict[int, list[float]], *, excl
             }
         )
     return points
+
+
+def _coverage_by_tone(project: Project, values: dict[int, list[float]]) -> list[dict]:
+    """Per consensus tone: labelled images, how many got an ITA, how many an ITA without a flag.
+
+    The baseline's coverage where the labelers put each tone: a detector that
+    fails on the ends of the scale shows here as a low share at those tones.
+    """
+    rows = baselines_current(project).filter(image_id__in=list(values)).values_list("image_id", "ita_median", "flags")
+    measured = {image_id: (ita is not None, ita is not None and not flags) for image_id, ita, flags in rows}
+    counts: dict[int, list[int]] = {}
+    for image_id, image_values in values.items():
+        tone = round_half_up(float(np.median(image_values)))
+        has_ita, unflagged = measured.get(image_id, (False, False))
+        entry = counts.setdefault(tone, [0, 0, 0])
+        entry[0] += 1
+        entry[1] += has_ita
+        entry[2] += unflagged
+    return [
+        {"tone": tone, "n_labelled": n, "n_with_ita": with_ita, "n_unflagged": unflagged}
+        for tone, (n, with_ita, unflagged) in sorted(counts.items())
+    ]
 
 
 def _pairs(points: list[dict], measure: str) -> tuple[list[float], list[float]]:

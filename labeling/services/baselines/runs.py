@@ -120,6 +120,33 @@ def baseline_run_start(
     return job
 
 
+def baseline_images_without_current(project: Project) -> list[int]:
+    """Ids of the project's images with no result for its current parameters and code version.
+
+    After the method changes (a new :data:`BASELINE_CODE_VERSION` or new default
+    parameters: a new parameter set) every image is here until it is computed
+    again; its older results are kept.
+    """
+    current = ImageBaseline.objects.filter(
+        image__project=project,
+        parameters_hash=baseline_parameters_hash(baseline_parameters_effective(project)),
+        code_version=BASELINE_CODE_VERSION,
+    ).values("image_id")
+    return list(project.images.exclude(id__in=current).order_by("id").values_list("id", flat=True))
+
+
+def baseline_run_outdated(*, project: Project, user=None) -> Job | None:
+    """A run over the images without a current result (none after a method change), or None if there are none.
+
+    What ``manage.py baselines_recompute`` starts for every project after an
+    upgrade, and the baselines page's "compute the missing ones" button.
+    """
+    ids = baseline_images_without_current(project)
+    if not ids:
+        return None
+    return baseline_run_start(project=project, image_ids=ids, user=user)
+
+
 def baseline_retry_failed(*, job: Job, user=None) -> Job:
     """A new run over the images that failed in ``job``, with the same parameters.
 
