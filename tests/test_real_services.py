@@ -138,3 +138,56 @@ def test_every_task_has_the_retry_policy_its_limits_and_reaches_the_worker():
         assert registered, "no worker answered"
         for names in registered.values():
             assert set(queue.TASK_NAMES) <= set(names)
+
+
+def test_an_evaluation_run_is_scored_by_the_worker():
+    """A model's results against a published release: the report is computed by the worker, and is the same
+    in both modes (the release's images table is written straight to its files here)."""
+    import numpy as np
+    import pandas as pd
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from labeling.models import EvaluationRun, Release
+    from labeling.services import evaluations as evaluation_services
+    from labeling.services.releases import release_dir
+
+    project = make_project()
+    release = Release.objects.create(
+        project=project, version=1, status=Release.Status.PUBLISHED, manifest={"files": {"images.parquet": {}}}
+    )
+    rng = np.random.default_rng(0)
+    n = 120
+    tone = rng.integers(1, 11, n).astype(float)
+    images = pd.DataFrame(
+        {
+            "image_id": np.arange(1, n + 1),
+            "external_id": [f"img{i}" for i in range(n)],
+            "subject_id": [f"S{i}" for i in range(n)],
+            "gender": rng.choice(["woman", "man"], n),
+            "body_shape": rng.normal(0.3, 0.05, n),
+            "final_value": tone,
+            "min": tone,
+            "max": tone,
+            "excluded": False,
+        }
+    )
+    release_dir(release).mkdir(parents=True, exist_ok=True)
+    images.to_parquet(release_dir(release) / "images.parquet", index=False)
+    results = pd.DataFrame({"external_id": images["external_id"], "error": 1.0 + 1.5 * (tone >= 9)})
+    upload = SimpleUploadedFile("results.csv", results.to_csv(index=False).encode(), content_type="text/csv")
+    run = evaluation_services.evaluation_create(
+        project=project,
+        user=None,
+        release=release,
+        upload=upload,
+        name="worker",
+        options={"permutations": 9, "band_permutations": 99, "uncertainty_draws": 5},
+    )
+    done = wait_for(
+        lambda: EvaluationRun.objects.filter(pk=run.pk, status__in=["done", "failed"]).first(), "the evaluation report"
+    )
+    assert done.status == "done", done.error
+    assert done.report["skin_tone"]["bands"]["worse_end"] == "high"
+    assert done.report["skin_tone"]["verdict"]["level"] == "severe"
+    assert Job.objects.get(pk=done.job_id).status == Job.Status.DONE
+    assert evaluation_services.evaluation_file_path(done, "report.html") is not None
