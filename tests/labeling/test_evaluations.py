@@ -341,3 +341,23 @@ def test_the_service_refuses_an_unpublished_or_foreign_release(released, lead, p
             project=project, user=lead, release=None, upload=None, name="", spec=other
         )
     assert "name" in str(error.value) and "release" in str(error.value) and "file" in str(error.value)
+
+
+def test_a_failing_write_keeps_nothing(released, lead, media, monkeypatch):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pd.DataFrame, "to_parquet", full_disk)
+    frame = results_for(released["images"])
+    upload_file = SimpleUploadedFile("r.csv", frame.to_csv(index=False).encode())
+    with pytest.raises(OSError):
+        evaluation_services.evaluation_create(
+            project=released["project"], user=lead, release=released["release"], upload=upload_file, name="disk full"
+        )
+    assert not EvaluationRun.objects.exists() and not Job.objects.filter(kind=Job.Kind.EVALUATION).exists()
+    leftovers = (
+        [p for p in (media / "evaluations").rglob("*") if p.is_file()] if (media / "evaluations").exists() else []
+    )
+    assert leftovers == []

@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.files import File
+from django.core.files.storage import default_storage
 from django.db import transaction
 from django.utils import timezone
 
@@ -238,34 +239,45 @@ def evaluation_create(
             raise refused from None
         tones = images.loc[~images["excluded"].fillna(False).astype(bool), "final_value"].to_numpy(dtype=float)
         composition = tone_composition(tones[np.isfinite(tones)], project.scale.tones.count()) if tones.size else None
-        with transaction.atomic():
-            job = Job.objects.create(
-                project=project,
-                kind=Job.Kind.EVALUATION,
-                parameters={"release": release.version, "name": name},
-                total=6,
-                created_by=user if user is not None and user.is_authenticated else None,
-            )
-            run = EvaluationRun(
-                project=project,
-                release=release,
-                name=name,
-                model_name=(model_name or "").strip(),
-                options={**options, "error_kind": spec.error_kind if spec.prediction_column else "given"},
-                join=join,
-                report={"release_composition": composition},
-                job=job,
-                created_by=job.created_by,
-            )
-            with raw.open("rb") as handle:
-                run.predictions.save(f"{project.pk}/results{suffix}", File(handle), save=False)
-            run.save()
-            job.parameters["evaluation_id"] = run.pk
-            job.save(update_fields=["parameters"])
-            target = evaluation_dir(run)
-            target.mkdir(parents=True, exist_ok=True)
-            joined.to_parquet(target / "joined.parquet", index=False)
-            transaction.on_commit(lambda: queue.enqueue(queue.EVALUATION_RUN, run.pk))
+        written: dict[str, Any] = {}
+        try:
+            with transaction.atomic():
+                job = Job.objects.create(
+                    project=project,
+                    kind=Job.Kind.EVALUATION,
+                    parameters={"release": release.version, "name": name},
+                    total=6,
+                    created_by=user if user is not None and user.is_authenticated else None,
+                )
+                run = EvaluationRun(
+                    project=project,
+                    release=release,
+                    name=name,
+                    model_name=(model_name or "").strip(),
+                    options={**options, "error_kind": spec.error_kind if spec.prediction_column else "given"},
+                    join=join,
+                    report={"release_composition": composition},
+                    job=job,
+                    created_by=job.created_by,
+                )
+                with raw.open("rb") as handle:
+                    run.predictions.save(f"{project.pk}/results{suffix}", File(handle), save=False)
+                written["upload"] = run.predictions.name
+                run.save()
+                job.parameters["evaluation_id"] = run.pk
+                job.save(update_fields=["parameters"])
+                target = evaluation_dir(run)
+                written["dir"] = target
+                target.mkdir(parents=True, exist_ok=True)
+                joined.to_parquet(target / "joined.parquet", index=False)
+                transaction.on_commit(lambda: queue.enqueue(queue.EVALUATION_RUN, run.pk))
+        except BaseException:
+            # Nothing half-stored: the upload and the joined table go with the rolled-back rows.
+            if "upload" in written:
+                default_storage.delete(written["upload"])
+            if "dir" in written:
+                shutil.rmtree(written["dir"], ignore_errors=True)
+            raise
     finally:
         shutil.rmtree(work, ignore_errors=True)
     run.refresh_from_db()
