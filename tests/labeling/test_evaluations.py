@@ -63,6 +63,40 @@ def released(project, lead, media):
     return {"project": project, "release": release, "images": table}
 
 
+@pytest.fixture
+def synthetic(project, media):
+    """A published release whose images table is written straight to its files (fast; the release build
+    is tested with ``released``): 60 images of 30 subjects, MST 1-10."""
+    from labeling.models import Release
+    from labeling.services.releases import release_dir
+
+    rng = np.random.default_rng(0)
+    tone = np.tile(np.arange(1, 11), N_IMAGES // 10).astype(float)
+    subjects = [f"S{i // 2}" for i in range(N_IMAGES)]
+    gender = {s: ["woman", "man", "nonbinary"][k % 3] for k, s in enumerate(dict.fromkeys(subjects))}
+    body = {s: float(rng.normal(0.3, 0.05)) for s in dict.fromkeys(subjects)}
+    table = pd.DataFrame(
+        {
+            "image_id": np.arange(1, N_IMAGES + 1),
+            "external_id": [f"img{i:03d}" for i in range(N_IMAGES)],
+            "subject_id": subjects,
+            "gender": [gender[s] for s in subjects],
+            "body_shape": [body[s] for s in subjects],
+            "final_value": tone,
+            "min": tone,
+            "max": np.minimum(tone + 1, 10),
+            "excluded": False,
+            "excluded_reason": None,
+        }
+    )
+    release = Release.objects.create(
+        project=project, version=1, status=Release.Status.PUBLISHED, manifest={"files": {"images.parquet": {}}}
+    )
+    release_dir(release).mkdir(parents=True)
+    table.to_parquet(release_dir(release) / "images.parquet", index=False)
+    return {"project": project, "release": release, "images": table}
+
+
 def results_for(table, *, planted=1.5, seed=1, id_column="external_id"):
     """A model's boundary error per image: about 1 mm everywhere, ``planted`` mm more at MST 9-10."""
     rng = np.random.default_rng(seed)
@@ -166,17 +200,17 @@ def test_api_run_joins_scores_and_matches_the_command_line(
         (lambda f: f.head(5), "too few results match the release"),
     ],
 )
-def test_bad_results_are_refused_whole_with_a_clear_message(released, lead, client_for, change, message, media):
-    project = released["project"]
-    response = post(client_for(lead), project, change(results_for(released["images"])))
+def test_bad_results_are_refused_whole_with_a_clear_message(synthetic, lead, client_for, change, message, media):
+    project = synthetic["project"]
+    response = post(client_for(lead), project, change(results_for(synthetic["images"])))
     assert response.status_code == 400
     assert message in json.dumps(response.json()), response.json()
     assert not EvaluationRun.objects.exists() and not Job.objects.filter(kind=Job.Kind.EVALUATION).exists()
     assert not (media / "evaluations").exists() or not any((media / "evaluations").rglob("*.parquet"))
 
 
-def test_bad_options_files_and_releases_are_refused(released, lead, client_for):
-    project, table = released["project"], released["images"]
+def test_bad_options_files_and_releases_are_refused(synthetic, lead, client_for):
+    project, table = synthetic["project"], synthetic["images"]
     api = client_for(lead)
     bad_options = post(api, project, results_for(table), options={"threshold": -1, "colour": 1})
     assert bad_options.status_code == 400
@@ -200,9 +234,9 @@ def test_bad_options_files_and_releases_are_refused(released, lead, client_for):
 
 
 def test_results_by_image_id_per_subject_and_derived_errors(
-    released, lead, client_for, django_capture_on_commit_callbacks
+    synthetic, lead, client_for, django_capture_on_commit_callbacks
 ):
-    project, table = released["project"], released["images"]
+    project, table = synthetic["project"], synthetic["images"]
     api = client_for(lead)
     by_id = results_for(table, id_column="image_id")
     ok = post(api, project, by_id, filename="r.jsonl", capture=django_capture_on_commit_callbacks)
@@ -235,14 +269,15 @@ def test_results_by_image_id_per_subject_and_derived_errors(
 
 
 def test_labelers_never_see_runs_and_reviewers_do(
-    released, lead, client_for, client, django_capture_on_commit_callbacks
+    synthetic, lead, client_for, client, django_capture_on_commit_callbacks
 ):
-    project = released["project"]
+    project = synthetic["project"]
     created = post(
-        client_for(lead), project, results_for(released["images"]), capture=django_capture_on_commit_callbacks
+        client_for(lead), project, results_for(synthetic["images"]), capture=django_capture_on_commit_callbacks
     )
     run_id = created.json()["id"]
-    labeler = project.memberships.filter(role=Membership.Role.LABELER).first().user
+    labeler = UserFactory(username="labeler")
+    MembershipFactory(project=project, user=labeler, pseudonym="L9")
     reviewer = UserFactory(username="reviewer")
     MembershipFactory(project=project, user=reviewer, role=Membership.Role.REVIEWER)
     outsider = UserFactory(username="outsider")
@@ -251,14 +286,14 @@ def test_labelers_never_see_runs_and_reviewers_do(
         assert client_for(labeler).get(path).status_code == 403, path
         assert client_for(outsider).get(path).status_code == 404, path
         assert client_for(reviewer).get(path).status_code == 200, path
-    assert post(client_for(labeler), project, results_for(released["images"])).status_code == 403
+    assert post(client_for(labeler), project, results_for(synthetic["images"])).status_code == 403
     client.force_login(labeler)
     assert client.get(f"/projects/{project.pk}/evaluations/").status_code in (403, 404)
     assert client.get(f"/projects/{project.pk}/evaluations/{run_id}/").status_code in (403, 404)
 
 
-def test_gates_pass_and_fail_with_reasons(released, lead, client_for, django_capture_on_commit_callbacks):
-    project, table = released["project"], released["images"]
+def test_gates_pass_and_fail_with_reasons(synthetic, lead, client_for, django_capture_on_commit_callbacks):
+    project, table = synthetic["project"], synthetic["images"]
     api = client_for(lead)
     bad = post(api, project, results_for(table, planted=2.5), capture=django_capture_on_commit_callbacks).json()["id"]
     good = post(
@@ -282,8 +317,10 @@ def test_gates_pass_and_fail_with_reasons(released, lead, client_for, django_cap
     assert adhoc.status_code == 400
 
 
-def test_compare_two_models_on_the_same_release(released, lead, client_for, client, django_capture_on_commit_callbacks):
-    project, table = released["project"], released["images"]
+def test_compare_two_models_on_the_same_release(
+    synthetic, lead, client_for, client, django_capture_on_commit_callbacks
+):
+    project, table = synthetic["project"], synthetic["images"]
     api = client_for(lead)
     a = post(api, project, results_for(table, planted=0.0, seed=3), capture=django_capture_on_commit_callbacks).json()[
         "id"
@@ -334,7 +371,7 @@ def test_pages_upload_show_the_report_and_refuse_bad_files(released, lead, clien
     assert EvaluationRun.objects.count() == 1 and run.status == "done"
 
 
-def test_the_service_refuses_an_unpublished_or_foreign_release(released, lead, project):
+def test_the_service_refuses_an_unpublished_or_foreign_release(synthetic, lead, project):
     other = evaluation_services.JoinSpec()
     with pytest.raises(Exception) as error:
         evaluation_services.evaluation_create(
@@ -343,18 +380,18 @@ def test_the_service_refuses_an_unpublished_or_foreign_release(released, lead, p
     assert "name" in str(error.value) and "release" in str(error.value) and "file" in str(error.value)
 
 
-def test_a_failing_write_keeps_nothing(released, lead, media, monkeypatch):
+def test_a_failing_write_keeps_nothing(synthetic, lead, media, monkeypatch):
     from django.core.files.uploadedfile import SimpleUploadedFile
 
     def full_disk(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(pd.DataFrame, "to_parquet", full_disk)
-    frame = results_for(released["images"])
+    frame = results_for(synthetic["images"])
     upload_file = SimpleUploadedFile("r.csv", frame.to_csv(index=False).encode())
     with pytest.raises(OSError):
         evaluation_services.evaluation_create(
-            project=released["project"], user=lead, release=released["release"], upload=upload_file, name="disk full"
+            project=synthetic["project"], user=lead, release=synthetic["release"], upload=upload_file, name="disk full"
         )
     assert not EvaluationRun.objects.exists() and not Job.objects.filter(kind=Job.Kind.EVALUATION).exists()
     leftovers = (
