@@ -17,9 +17,13 @@ class ScaleAdmin(admin.ModelAdmin):
 
 
 class MembershipInline(admin.TabularInline):
+    """No delete box: a membership's labels must never go with it (``Label.labeler`` is PROTECT);
+    untick "is active" to take someone off the project."""
+
     model = models.Membership
     extra = 0
     raw_id_fields = ["user"]
+    can_delete = False
 
 
 @admin.register(models.Project)
@@ -31,9 +35,22 @@ class ProjectAdmin(admin.ModelAdmin):
 
 @admin.register(models.Membership)
 class MembershipAdmin(admin.ModelAdmin):
+    """Memberships are deactivated, never deleted (their labels stay; see ``MembershipInline``)."""
+
     list_display = ["pseudonym", "user", "project", "role", "is_active"]
-    list_filter = ["role", "project"]
+    list_filter = ["role", "project", "is_active"]
     search_fields = ["pseudonym", "user__username"]
+    actions = ["deactivate"]
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    @admin.action(description="Deactivate the selected memberships (their labels are kept)")
+    def deactivate(self, request, queryset):
+        # One save per row (not .update()): post_save clears each membership's cache entry.
+        for membership in queryset.filter(is_active=True):
+            membership.is_active = False
+            membership.save(update_fields=["is_active"])
 
 
 @admin.register(models.Subject)

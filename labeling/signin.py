@@ -1,33 +1,75 @@
 """The brake on password guessing, shared by the sign-in page and the API's token endpoint.
 
-After ``MAX_FAILURES`` wrong passwords for one username from one address within
-``WINDOW_SECONDS``, further attempts are refused until the window ends (the page
-and the API count together: one brake, two doors).
+After ``MAX_FAILURES`` wrong passwords for one username within ``WINDOW_SECONDS``,
+further attempts for that username are refused (even with the right password) until
+the window ends: one counter per username, whichever door (page or API) and whichever
+address the guesses come from, kept in the database (``models.SigninFailure``) so it
+holds while the cache is down. Per address, both doors also share the ``login`` rate
+(``REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]``), with the client address taken from
+``X-Forwarded-For`` only as far as ``NUM_PROXIES`` trusted proxies vouch for it.
 """
 
-from django.core.cache import cache
+from datetime import timedelta
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from .models.accounts import SigninFailure
 
 MAX_FAILURES = 10
 WINDOW_SECONDS = 600
 
 
-def _key(request, username: str) -> str:
-    address = request.META.get("REMOTE_ADDR", "?")
-    return f"login-failures:{address}:{(username or '').strip().lower()[:150]}"
+def username_key(username) -> str:
+    return (username if isinstance(username, str) else "").strip().lower()[:150]
 
 
-def signin_locked(request, username: str) -> bool:
-    return cache.get(_key(request, username), 0) >= MAX_FAILURES
+def _window_start():
+    return timezone.now() - timedelta(seconds=WINDOW_SECONDS)
 
 
-def signin_failed(request, username: str) -> None:
-    key = _key(request, username)
-    cache.add(key, 0, WINDOW_SECONDS)
-    try:
-        cache.incr(key)
-    except ValueError:
-        cache.set(key, 1, WINDOW_SECONDS)
+def signin_locked(username: str) -> bool:
+    return SigninFailure.objects.filter(
+        username=username_key(username), window_started_at__gte=_window_start(), failures__gte=MAX_FAILURES
+    ).exists()
 
 
-def signin_succeeded(request, username: str) -> None:
-    cache.delete(_key(request, username))
+def signin_failed(username: str) -> None:
+    key = username_key(username)
+    if not key:
+        return
+    with transaction.atomic():
+        counted = SigninFailure.objects.filter(username=key, window_started_at__gte=_window_start()).update(
+            failures=F("failures") + 1
+        )
+        if counted:
+            return
+        row, created = SigninFailure.objects.select_for_update().get_or_create(
+            username=key, defaults={"failures": 1, "window_started_at": timezone.now()}
+        )
+        if not created:  # an expired window: start a new one
+            SigninFailure.objects.filter(pk=row.pk).update(failures=1, window_started_at=timezone.now())
+
+
+def signin_succeeded(username: str) -> None:
+    SigninFailure.objects.filter(username=username_key(username)).delete()
+
+
+def client_address(request) -> str:
+    """The client's address: ``REMOTE_ADDR``, or the ``X-Forwarded-For`` entry ``NUM_PROXIES`` trusted proxies
+    added (DRF's rule, ``REST_FRAMEWORK["NUM_PROXIES"]``); entries a client wrote itself are never used."""
+    from rest_framework.throttling import BaseThrottle
+
+    return BaseThrottle().get_ident(request)
+
+
+class _SigninDoor:
+    throttle_scope = "login"
+
+
+def signin_rate_allows(request) -> bool:
+    """The per-address ``login`` rate, shared by both doors (the token endpoint applies it through DRF too)."""
+    from rest_framework.throttling import ScopedRateThrottle
+
+    return ScopedRateThrottle().allow_request(request, _SigninDoor())

@@ -27,6 +27,7 @@ from .services.baselines import (
 )
 from .services.consensus import phase_refresh_unlock, phase_summary_refresh
 from .services.images import image_make_derivatives
+from .services.jobs import job_heartbeat, jobs_sweep
 from .services.releases import (
     RELEASE_TASK_SOFT_TIME_LIMIT,
     RELEASE_TASK_TIME_LIMIT,
@@ -56,6 +57,8 @@ TIME_LIMITS = {
     queue.RELEASE_BUILD: (RELEASE_TASK_TIME_LIMIT, RELEASE_TASK_SOFT_TIME_LIMIT),
     # One evaluation report: 50,000 samples with the permutation null take about a minute here.
     queue.EVALUATION_RUN: (1800, 1740),
+    # A pass over the queued and running jobs (a few queries per active job).
+    queue.JOBS_SWEEP: (120, 100),
 }
 
 
@@ -90,6 +93,7 @@ def baseline_run_task(self, job_id: int) -> int:
     job = Job.objects.filter(pk=job_id).select_related("project").first()
     if job is None or job.status not in (Job.Status.QUEUED, Job.Status.RUNNING):
         return 0
+    job_heartbeat(job_id)
     batches = baseline_run_prepare(job=job)
     for image_ids in batches:
         queue.enqueue(queue.BASELINE_BATCH, job_id, image_ids)
@@ -102,6 +106,9 @@ def baseline_batch_task(self, job_id: int, image_ids: list[int]) -> str:
     job = Job.objects.filter(pk=job_id).select_related("project").first()
     if job is None:
         return "missing"
+    if job.status not in (Job.Status.QUEUED, Job.Status.RUNNING):
+        return "not running"  # e.g. given up by the sweeper: its images are recorded as failed
+    job_heartbeat(job_id)
     try:
         baseline_run_batch(job=job, image_ids=image_ids, final_attempt=_final_attempt(self))
     except SoftTimeLimitExceeded:
@@ -148,6 +155,7 @@ def release_build_task(self, release_id: int) -> str:
     release = Release.objects.filter(pk=release_id).first()
     if release is None:
         return "missing"
+    job_heartbeat(release.job_id)
     try:
         release = release_build(release, final_attempt=_final_attempt(self))
     except SoftTimeLimitExceeded:
@@ -177,3 +185,12 @@ def evaluation_run_task(self, run_id: int) -> str:
         evaluation_fail(run, "The report took longer than its time limit and was stopped.")
         return "failed"
     return run.status
+
+
+# --- the sweeper ----------------------------------------------------------------------
+
+
+@shared_task(**_options(queue.JOBS_SWEEP))
+def jobs_sweep_task(self) -> dict:
+    """Send tasks recorded during a broker outage; re-send or give up jobs nothing works on (beat, every minute)."""
+    return jobs_sweep()

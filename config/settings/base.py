@@ -141,6 +141,10 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "labeling.api.errors.exception_handler",
     "DEFAULT_THROTTLE_RATES": {"login": "20/min"},
+    # How many proxies in front of the app append to X-Forwarded-For: the client address is the entry the
+    # outermost trusted one added. 0 (the default): REMOTE_ADDR only; a client's own header is never trusted.
+    # https://www.django-rest-framework.org/api-guide/throttling/#how-clients-are-identified
+    "NUM_PROXIES": int(os.environ.get("FAIRTONE_NUM_PROXIES", "0")),
 }
 # https://drf-spectacular.readthedocs.io/en/latest/settings.html
 SPECTACULAR_SETTINGS = {
@@ -175,12 +179,26 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_TIME_LIMIT = 600
 CELERY_TASK_SOFT_TIME_LIMIT = 540
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Redis re-delivers a task no worker acknowledged within this time (acks_late: a task is acknowledged
+# when it ends). It must exceed the longest hard time limit (a release: 4 h, labeling.tasks.TIME_LIMITS)
+# or a long task would run twice at once; a job whose worker died is not left to it: the sweeper gives
+# it up within its own limit (labeling.services.jobs). A test keeps the two in step.
+# https://docs.celeryq.dev/en/stable/getting-started/backends-and-brokers/redis.html#visibility-timeout
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 4 * 3600 + 300}
+# Celery beat (docker compose's "beat" service; ``celery worker -B`` in CI) runs the job sweeper.
+# https://docs.celeryq.dev/en/stable/userguide/periodic-tasks.html
+CELERY_BEAT_SCHEDULE = {
+    "jobs-sweep": {"task": "labeling.tasks.jobs_sweep_task", "schedule": 60.0},
+}
 
+# Redis when configured; a Redis that is down or hangs is a cache miss, never an error (config.cache).
 CACHES = {
     "default": (
         {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "config.cache.ResilientRedisCache",
             "LOCATION": os.environ["REDIS_CACHE_URL"],
+            # https://redis-py.readthedocs.io/en/stable/connections.html#redis.Redis
+            "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
         }
         if os.environ.get("REDIS_CACHE_URL")
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}

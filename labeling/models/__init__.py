@@ -1,6 +1,7 @@
 """FairTone's data model, split by domain.
 
 - ``scales``: scales and their ordered tones.
+- ``accounts``: the per-username brake on password guessing, who created a sign-in.
 - ``projects``: projects, memberships (roles, pseudonyms, labeler profiles), tone examples.
 - ``images``: subjects, images, masks, imports and their per-row reports.
 - ``phases``: the four labeling phases, the images in each, per-labeler assignments.
@@ -10,8 +11,9 @@
 - ``releases``: dataset releases (versioned, immutable once published) and their images.
 """
 
+from .accounts import AccountOrigin, SigninFailure
 from .images import Image, ImportBatch, ImportItem, Subject
-from .jobs import EvaluationGate, EvaluationRun, ImageBaseline, Job
+from .jobs import EvaluationGate, EvaluationRun, ImageBaseline, Job, PendingTask
 from .labels import Label, LabelRevision, Reflection
 from .phases import Assignment, Phase, PhaseImage, PhaseParticipant
 from .projects import Membership, Project, ToneExample
@@ -20,6 +22,7 @@ from .review import PhaseReopening, ReviewDecision
 from .scales import Scale, Tone
 
 __all__ = [
+    "AccountOrigin",
     "Assignment",
     "EvaluationGate",
     "EvaluationRun",
@@ -31,6 +34,7 @@ __all__ = [
     "Label",
     "LabelRevision",
     "Membership",
+    "PendingTask",
     "Phase",
     "PhaseImage",
     "PhaseParticipant",
@@ -42,6 +46,7 @@ __all__ = [
     "ReleaseImmutable",
     "ReviewDecision",
     "Scale",
+    "SigninFailure",
     "Subject",
     "Tone",
     "ToneExample",

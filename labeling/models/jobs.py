@@ -36,6 +36,10 @@ class Job(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
+    # The last sign of life of the work on this job (a batch started or finished). The sweeper
+    # (``services.jobs.jobs_sweep``) fails a queued or running job with none for longer than its
+    # kind's deadline, so a job never stays "running" after its worker died.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -43,6 +47,23 @@ class Job(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} job {self.pk} ({self.status})"
+
+
+class PendingTask(models.Model):
+    """A task that could not be sent (the broker was unreachable): sent later by the sweeper, in order."""
+
+    name = models.CharField(max_length=200)
+    args = models.JSONField(default=list)
+    attempts = models.PositiveIntegerField(default=0)
+    # The kind of error only (e.g. "OperationalError"): never a URL or a password.
+    last_error = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"pending {self.name} {self.args}"
 
 
 class ImageBaseline(models.Model):

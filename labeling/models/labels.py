@@ -18,7 +18,8 @@ class Label(models.Model):
 
     phase = models.ForeignKey(Phase, related_name="labels", on_delete=models.CASCADE)
     image = models.ForeignKey(Image, related_name="labels", on_delete=models.CASCADE)
-    labeler = models.ForeignKey(Membership, related_name="labels", on_delete=models.CASCADE)
+    # PROTECT: deleting a membership (or its account) never deletes labels; deactivate it instead.
+    labeler = models.ForeignKey(Membership, related_name="labels", on_delete=models.PROTECT)
     assignment = models.OneToOneField(
         Assignment, null=True, blank=True, on_delete=models.SET_NULL, related_name="label"
     )

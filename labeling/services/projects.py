@@ -179,9 +179,18 @@ def membership_add(
 
 @transaction.atomic
 def labeler_create(
-    *, project: Project, username: str, password: str, role: str = Membership.Role.LABELER, **kwargs
+    *,
+    project: Project,
+    username: str,
+    password: str,
+    role: str = Membership.Role.LABELER,
+    created_by=None,
+    **kwargs,
 ) -> Membership:
-    """Create a sign-in for a new person and add them to the project."""
+    """Create a sign-in for a new person and add them to the project; ``created_by`` is recorded
+    (``AccountOrigin``): that lead may add the account to their other projects."""
+    from ..models import AccountOrigin
+
     User = get_user_model()
     username = username.strip()
     if not re.fullmatch(r"[\w.@+-]{1,150}", username):
@@ -191,29 +200,58 @@ def labeler_create(
     if len(password or "") < 8:
         raise ValidationError({"password": "Use at least 8 characters."})
     user = User.objects.create_user(username=username, password=password)
+    if created_by is not None and getattr(created_by, "is_authenticated", False):
+        AccountOrigin.objects.create(user=user, created_by=created_by)
     return membership_add(project=project, user=user, role=role, **kwargs)
 
 
+def account_may_be_added(*, user, added_by) -> bool:
+    """Whether ``added_by`` may put the existing account ``user`` into a project without asking its owner:
+    staff may; a lead may add a sign-in they created (``AccountOrigin``), or themselves. Anyone else's
+    account is not theirs to enrol (issue 13: no enrolment without consent)."""
+    if added_by is None or not getattr(added_by, "is_authenticated", False):
+        return False
+    if added_by.is_staff or added_by.is_superuser or user.pk == added_by.pk:
+        return True
+    from ..models import AccountOrigin
+
+    return AccountOrigin.objects.filter(user=user, created_by=added_by).exists()
+
+
 def member_add_or_create(
-    *, project: Project, username: str, role: str, password: str = "", pseudonym: str = "", **profile
+    *, project: Project, username: str, role: str, added_by, password: str = "", pseudonym: str = "", **profile
 ) -> Membership:
     """Add the person with this username to ``project``; a new person gets a sign-in first (needs ``password``).
 
-    The members page and ``POST /api/projects/{id}/members/`` both come here.
+    The members page and ``POST /api/projects/{id}/members/`` both come here. An existing account is
+    added only if ``added_by`` may (:func:`account_may_be_added`). The answer for an account that may not
+    be added is the same as for a username nobody has, so it never tells whether a username exists.
     """
+    username = (username or "").strip()
     user = get_user_model().objects.filter(username=username).first()
-    if user is not None:
+    if user is not None and project.memberships.filter(user=user).exists():
+        # Already on the members list the lead sees: nothing to hide.
+        raise ValidationError({"username": f"{user.get_username()} is already a member of this project."})
+    if user is not None and account_may_be_added(user=user, added_by=added_by):
         return membership_add(project=project, user=user, role=role, pseudonym=pseudonym, **profile)
-    if len(password or "") < 8:
-        # The real problem is the unknown username: say so before asking for a longer password.
+    if user is not None and len(password or "") >= 8:
+        raise ValidationError({"username": f"The username “{username}” cannot be used: choose another."})
+    if user is not None or len(password or "") < 8:
+        # The same words whether or not someone else's account has this username.
         raise ValidationError(
             {
-                "username": f"No account is called “{username}”. To create a sign-in for a new person, also give "
-                "a password of at least 8 characters."
+                "username": f"No account is called “{username}” among the sign-ins you created. To create a "
+                "sign-in for a new person, also give a password of at least 8 characters."
             }
         )
     return labeler_create(
-        project=project, username=username, password=password, role=role, pseudonym=pseudonym, **profile
+        project=project,
+        username=username,
+        password=password,
+        role=role,
+        pseudonym=pseudonym,
+        created_by=added_by,
+        **profile,
     )
 
 

@@ -14,8 +14,17 @@ given explicitly so that renaming a function never changes what is sent to a wor
 
 from __future__ import annotations
 
+import logging
+
 from celery import current_app
 from django.db import transaction
+from kombu.exceptions import OperationalError as BrokerOperationalError
+from redis.exceptions import RedisError
+
+logger = logging.getLogger(__name__)
+
+#: What sending a task raises when the broker is down or unreachable (kombu wraps most of it).
+BROKER_ERRORS = (BrokerOperationalError, RedisError, ConnectionError, TimeoutError)
 
 IMAGE_MAKE_DERIVATIVES = "labeling.tasks.image_make_derivatives_task"
 IMAGE_COMPUTE_BASELINE = "labeling.tasks.image_compute_baseline_task"
@@ -24,6 +33,7 @@ BASELINE_BATCH = "labeling.tasks.baseline_batch_task"
 CONSENSUS_REFRESH = "labeling.tasks.consensus_refresh_task"
 RELEASE_BUILD = "labeling.tasks.release_build_task"
 EVALUATION_RUN = "labeling.tasks.evaluation_run_task"
+JOBS_SWEEP = "labeling.tasks.jobs_sweep_task"
 
 #: Every task name; ``labeling.tasks`` registers exactly these (a test checks it).
 TASK_NAMES = (
@@ -34,7 +44,12 @@ TASK_NAMES = (
     CONSENSUS_REFRESH,
     RELEASE_BUILD,
     EVALUATION_RUN,
+    JOBS_SWEEP,
 )
+
+
+def _send(task_name: str, args) -> None:
+    current_app.tasks[task_name].delay(*args)
 
 
 def enqueue(task_name: str, *args) -> None:
@@ -43,12 +58,54 @@ def enqueue(task_name: str, *args) -> None:
     Uses the task object from the registry rather than ``send_task``: ``send_task``
     ignores ``task_always_eager``, ``Task.delay`` honours it.
 
+    When the broker cannot be reached the task is not lost and the caller gets no error:
+    it is recorded as a ``PendingTask`` and sent, in order, by :func:`pending_tasks_send`
+    (after the next task that could be sent, and by the periodic sweeper).
+
     Raises
     ------
     celery.exceptions.NotRegistered
         ``labeling.tasks`` was never imported (it is, in ``LabelingConfig.ready``).
     """
-    current_app.tasks[task_name].delay(*args)
+    from ..models import PendingTask
+
+    current_app.tasks[task_name]  # unknown names raise here, never end up pending
+    try:
+        _send(task_name, args)
+    except BROKER_ERRORS as exc:
+        PendingTask.objects.create(name=task_name, args=list(args), attempts=1, last_error=type(exc).__name__)
+        logger.warning("broker unreachable (%s): %s recorded to be sent later", type(exc).__name__, task_name)
+        return
+    if PendingTask.objects.exists():
+        pending_tasks_send()
+
+
+def pending_tasks_send(limit: int = 1000) -> int:
+    """Send the tasks recorded while the broker was unreachable, oldest first; stop at the first failure.
+
+    Each is deleted once sent (a task sent twice is harmless: every task is idempotent).
+
+    Returns
+    -------
+    int
+        How many were sent.
+    """
+    from ..models import PendingTask
+
+    sent = 0
+    for pending in PendingTask.objects.order_by("id")[:limit]:
+        try:
+            _send(pending.name, pending.args)
+        except BROKER_ERRORS as exc:
+            PendingTask.objects.filter(pk=pending.pk).update(
+                attempts=pending.attempts + 1, last_error=type(exc).__name__
+            )
+            break
+        PendingTask.objects.filter(pk=pending.pk).delete()
+        sent += 1
+    if sent:
+        logger.info("sent %d task(s) recorded while the broker was unreachable", sent)
+    return sent
 
 
 def enqueue_on_commit(task_name: str, *args) -> None:

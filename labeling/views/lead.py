@@ -170,7 +170,7 @@ def project_members(request, pk: int):
     if request.method == "POST" and form.is_valid():
         d = form.cleaned_data
         try:
-            project_services.member_add_or_create(project=project, **d)
+            project_services.member_add_or_create(project=project, added_by=request.user, **d)
         except ValidationError as exc:
             form_add_error(form, exc)
         else:

@@ -10,8 +10,9 @@ from ...signin import signin_failed, signin_locked, signin_succeeded
 
 
 class ThrottledObtainAuthToken(ObtainAuthToken):
-    """DRF's token endpoint, with the ``login`` rate (settings: DEFAULT_THROTTLE_RATES) and the
-    sign-in page's brake on password guessing (``labeling.signin``): 429 while it holds."""
+    """DRF's token endpoint, with the ``login`` rate per address (settings: DEFAULT_THROTTLE_RATES,
+    NUM_PROXIES) and the sign-in page's per-username brake on password guessing (``labeling.signin``):
+    429 while either holds."""
 
     throttle_classes = [ScopedRateThrottle]
     throttle_scope = "login"
@@ -19,12 +20,12 @@ class ThrottledObtainAuthToken(ObtainAuthToken):
     def post(self, request, *args, **kwargs):
         username = request.data.get("username", "") if hasattr(request.data, "get") else ""
         username = username if isinstance(username, str) else ""
-        if signin_locked(request, username):
+        if signin_locked(username):
             raise Throttled(detail="Too many wrong passwords for this username; try again later.")
         serializer = self.get_serializer(data=request.data)
         if not serializer.is_valid():
-            signin_failed(request, username)
+            signin_failed(username)
             raise ValidationError(serializer.errors)
-        signin_succeeded(request, username)
+        signin_succeeded(username)
         token, _ = Token.objects.get_or_create(user=serializer.validated_data["user"])
         return Response({"token": token.key})

@@ -54,7 +54,7 @@ class ProjectViewSet(
             return Response(s.MembershipSerializer(project.memberships.select_related("user"), many=True).data)
         data = s.MembershipCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        m = project_services.member_add_or_create(project=project, **data.validated_data)
+        m = project_services.member_add_or_create(project=project, added_by=request.user, **data.validated_data)
         return Response(s.MembershipSerializer(m).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(
