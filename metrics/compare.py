@@ -12,8 +12,8 @@ Scores (all in the error's units; each is a function of per-sample errors that t
 * ``mean_error``: the mean error over all shared samples;
 * ``gender``: the largest difference between two groups' mean errors (seed 000's gender score when the
   worst pair is the extreme pair);
-* ``skin_tone`` and ``body_shape``: seed 000's score, the least-squares slope times the attribute's
-  P95 - P5 range;
+* ``skin_tone`` and ``body_shape``: the size of seed 000's score, ``|slope x (P95 - P5)|`` (a fit that
+  tilts the other way is as unfair: smaller is better whatever the sign);
 * ``skin_tone_band_gap`` and ``body_shape_band_gap``: the largest gap between two bands' mean errors,
   the bands of :func:`metrics.unfairness.attribute_bands`.
 
@@ -95,14 +95,14 @@ class _Score:
             x = self.x
             if weights is None:
                 centred = x - x.mean()
-                return errors @ centred / (centred @ centred) * self.range
+                return np.abs(errors @ centred / (centred @ centred) * self.range)
             total = weights.sum(axis=1)
             mean_x = weights @ x / total
             mean_e = (weights * errors).sum(axis=1) / total
             sxe = (weights * errors) @ x - total * mean_x * mean_e
             sxx = weights @ (x * x) - total * mean_x**2
             with np.errstate(invalid="ignore", divide="ignore"):
-                return sxe / sxx * self.range
+                return np.abs(sxe / sxx * self.range)
         # Largest gap between group means (groups empty in a resample are left out).
         if weights is None:
             sums = errors @ self.groups

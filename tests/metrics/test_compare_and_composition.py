@@ -74,8 +74,11 @@ def test_compare_values_match_the_report_scores():
     a, b, gender, tone, body = _pair(rng, planted=0.5)
     two = np.where(gender == "x", "f", gender)
     changes = {c.name: c for c in compare_errors(a, b, gender=two, skin_tone=tone, n_permutations=9, n_boot=9)}
-    assert changes["skin_tone"].a == pytest.approx(continuous_unfairness(a, tone).score)
-    assert changes["skin_tone"].b == pytest.approx(continuous_unfairness(b, tone).score)
+    assert changes["skin_tone"].a == pytest.approx(abs(continuous_unfairness(a, tone).score))
+    assert changes["skin_tone"].b == pytest.approx(abs(continuous_unfairness(b, tone).score))
+    # A fit tilted the other way is as unfair: the size of the score is compared.
+    flipped = {c.name: c for c in compare_errors(a, a[::-1].copy(), skin_tone=tone, n_permutations=9, n_boot=9)}
+    assert flipped["skin_tone"].b >= 0
     assert changes["gender"].b == pytest.approx(categorical_unfairness(b, two).score)
     assert changes["mean_error"].change == pytest.approx(b.mean() - a.mean())
 

@@ -18,9 +18,9 @@ from .runs import evaluation_dir
 SCORE_TITLES = {
     "mean_error": "Mean error",
     "gender": "Gender score (largest gap between group means)",
-    "skin_tone": "Skin-tone score (slope x P5-P95)",
+    "skin_tone": "Skin-tone score (|slope x P5-P95|)",
     "skin_tone_band_gap": "Largest gap between skin-tone bands",
-    "body_shape": "Body-shape score (slope x P5-P95)",
+    "body_shape": "Body-shape score (|slope x P5-P95|)",
     "body_shape_band_gap": "Largest gap between body-shape bands",
 }
 
