@@ -18,9 +18,10 @@ The consensus fields have the definitions of
   ends grow with ``v2``; so in value order the selections of an image share a
   tone iff the lower end of the largest value is at most the upper end of the
   smallest (``overlap_consensus``), they are identical iff there is one distinct
-  value (``complete_consensus``), and a new connected group of covered tones
-  starts at a distinct value whose lower end is more than one tone above the
-  previous distinct value's upper end (``n_connected_groups``).
+  value (``complete_consensus``);
+* ``n_connected_groups`` counts runs of consecutive tones among the lowest and
+  highest tone of every selection, invalid pairs included (the public data
+  card's atypical example, light+deep invalid, mid-light+medium, light, has 2).
 """
 
 from __future__ import annotations
@@ -205,6 +206,8 @@ def final_tones(
     ([3], [2], [1.75])
     >>> [atypical[name].tolist() for name in ("overlap_consensus", "near_consensus", "has_invalid_annotation")]
     [[False], [False], [True]]
+    >>> atypical["n_connected_groups"].tolist()
+    [2]
 
     Unsorted labels, a skip, an image without labels; the mode by each tie
     rule when image 0 has values 3, 3.5 and image 2 has 2, 3, 2, 3, 4 (mean 2.8):
@@ -291,10 +294,18 @@ def final_tones(
         mode_twice[tied_image[boundary]] = tied_twice[boundary]
     mode = per_image(mode_twice[has] / 2)
 
-    # Connected groups of covered tones: a distinct value starts a new group when
-    # its lowest tone is more than one above the previous distinct value's highest.
-    gap = (run_image[1:] == run_image[:-1]) & (run_twice[1:] // 2 - (run_twice[:-1] + 1) // 2 > 1)
-    n_groups = has.astype(np.int64) + np.bincount(run_image[1:][gap], minlength=n_images)
+    # Connected groups: runs of consecutive tones among the lowest and highest tone
+    # of every selection, invalid pairs included (image_consensus's definition).
+    tone_image = np.concatenate([image[selected], image[pair]])
+    tone = np.concatenate([low_[selected], high_[pair]]).astype(np.int64)
+    n_groups = np.zeros(n_images, dtype=np.int64)
+    if tone.size:
+        span = int(tone.max()) + 2
+        keys = np.unique(tone_image.astype(np.int64) * span + tone)
+        key_image, key_tone = keys // span, keys % span
+        group_start = np.ones(keys.size, dtype=bool)
+        group_start[1:] = (key_image[1:] != key_image[:-1]) | (key_tone[1:] - key_tone[:-1] > 1)
+        n_groups = np.bincount(key_image[group_start], minlength=n_images).astype(np.int64, copy=False)
 
     final_value = {"mean": mean, "median": median, "mode": mode}[aggregation]
     final_tone = np.where(has, round_half_up(final_value), -1).astype(np.int64)

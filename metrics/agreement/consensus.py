@@ -63,8 +63,18 @@ class ImageConsensus:
     n_unique_values : int
         Distinct valid values.
     n_connected_groups : int
-        Runs of consecutive tones in the union of the tones of the valid
-        selections (0 if none).
+        Runs of consecutive tones among all the tones the labelers selected,
+        invalid selections included (an invalid selection contributes its
+        lowest and its highest tone, not the tones between); 0 if nobody
+        selected anything. This reproduces both worked examples of the public
+        data card (DOMAIN.md section 2): [mid-deep+deep, mid-deep+deep,
+        mid-deep, mid-deep] covers mid-deep and deep, 1 group; [light+deep
+        (invalid), mid-light+medium, light] covers light, mid-light, medium and
+        deep, 2 groups (light..medium, deep). Counting only the valid
+        selections would give 1 for the second example. The card's two
+        examples do not pin the rule down completely (joining valid values
+        less than one tone apart also gives 1 and 2); this one counts what the
+        labelers pointed at on the scale.
     any_uncertainty : bool
         Some labeler set the uncertain flag.
     has_invalid_annotation : bool
@@ -107,6 +117,12 @@ def _tones(selection: Selection) -> tuple[int, ...]:
     return tuple(sorted({int(tone) for tone in selection}))
 
 
+def _connected_groups(tones: set[int]) -> int:
+    """Runs of consecutive integers in ``tones`` (0 for none)."""
+    ordered = sorted(tones)
+    return (1 + sum(1 for a, b in itertools.pairwise(ordered) if b - a > 1)) if ordered else 0
+
+
 def image_consensus(
     selections: Sequence[Selection],
     uncertain: Sequence[bool] | None = None,
@@ -137,9 +153,24 @@ def image_consensus(
     >>> result = image_consensus([(4, 5), 5, 4, None])  # mid-deep+deep, ...
     >>> result.values[0], result.mean, result.near_consensus, result.n_connected_groups
     (4.5, 4.5, True, 1)
+
+    The data card's two worked examples (5-tone scale, 0-based: light 0,
+    mid-light 1, medium 2, mid-deep 3, deep 4):
+
+    >>> typical = image_consensus([(3, 4), (3, 4), 3, 3])
+    >>> typical.valid_values, typical.mean, typical.std, typical.n_connected_groups
+    ((3.5, 3.5, 3.0, 3.0), 3.25, 0.25, 1)
+    >>> typical.overlap_consensus, typical.near_consensus
+    (True, True)
+    >>> atypical = image_consensus([(0, 4), (1, 2), 0])
+    >>> atypical.valid_values, atypical.mean, atypical.n_connected_groups, atypical.has_invalid_annotation
+    ((1.5, 0.0), 0.75, 2, True)
+    >>> atypical.overlap_consensus, atypical.near_consensus
+    (False, False)
     """
     values: list[float] = []
     valid_tones: list[tuple[int, ...]] = []
+    selected_ends: set[int] = set()  # lowest and highest tone of every selection
     n_labels = 0
     has_invalid = False
     for selection in selections:
@@ -148,6 +179,7 @@ def image_consensus(
             values.append(math.nan)
             continue
         n_labels += 1
+        selected_ends.update((tones[0], tones[-1]))
         if len(tones) == 1 or (len(tones) == 2 and tones[1] - tones[0] == 1):
             values.append(sum(tones) / len(tones))
             valid_tones.append(tones)
@@ -168,11 +200,10 @@ def image_consensus(
         )
         mode, mode_count = float(unique[best]), int(frequency[best])
         low, high = float(array.min()), float(array.max())
-        covered = sorted({tone for tones in valid_tones for tone in range(tones[0], tones[-1] + 1)})
-        groups = 1 + sum(1 for a, b in itertools.pairwise(covered) if b - a > 1)
     else:
         mean = std = median = mode = low = high = nan
-        mode_count, unique, groups = 0, (), 0
+        mode_count, unique = 0, ()
+    groups = _connected_groups(selected_ends)
     spread = high - low
     several = n_valid >= 2
     complete = several and all(tones == valid_tones[0] for tones in valid_tones)
@@ -366,15 +397,15 @@ def consensus_table(
         near = several & (spread <= 1)
         is_wide = has_any & (spread >= wide_range)
 
-    # Connected groups: mark covered tones with a difference array, count runs.
-    if valid.any():
-        offset = int(np.nanmin(low[valid]))
-        width = int(np.nanmax(high[valid])) - offset + 2
-        marks = np.zeros((n_images, width + 1), dtype=np.int64)
-        image_idx = np.broadcast_to(rows[:, None], first.shape)[valid]
-        np.add.at(marks, (image_idx, low[valid].astype(np.int64) - offset), 1)
-        np.add.at(marks, (image_idx, high[valid].astype(np.int64) - offset + 1), -1)
-        covered = np.cumsum(marks, axis=1)[:, :width] > 0
+    # Connected groups: mark the lowest and highest tone of every selection
+    # (invalid ones included; a valid pair's two tones are adjacent), count runs.
+    if selected.any():
+        offset = int(np.nanmin(low[selected]))
+        width = int(np.nanmax(high[selected])) - offset + 1
+        covered = np.zeros((n_images, width), dtype=bool)
+        image_idx = np.broadcast_to(rows[:, None], first.shape)[selected]
+        covered[image_idx, low[selected].astype(np.int64) - offset] = True
+        covered[image_idx, high[selected].astype(np.int64) - offset] = True
         starts = covered.copy()
         starts[:, 1:] &= ~covered[:, :-1]
         groups = starts.sum(axis=1)

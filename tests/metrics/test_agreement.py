@@ -543,6 +543,58 @@ def test_image_consensus_overlap_and_groups():
     assert image_consensus([1, 3], wide_range=2).wide_range
 
 
+# The public data card's two worked examples (DOMAIN.md section 2; 5-tone scale, 0-based:
+# light 0, mid-light 1, medium 2, mid-deep 3, deep 4). Issue 12: the atypical one has 2 groups.
+DATA_CARD_EXAMPLES = [
+    pytest.param(
+        [(3, 4), (3, 4), 3, 3],
+        dict(
+            valid_values=(3.5, 3.5, 3.0, 3.0),
+            mean=3.25,
+            std=0.25,
+            overlap_consensus=True,
+            near_consensus=True,
+            complete_consensus=False,
+            n_connected_groups=1,
+            has_invalid_annotation=False,
+        ),
+        id="typical",
+    ),
+    pytest.param(
+        [(0, 4), (1, 2), 0],
+        dict(
+            valid_values=(1.5, 0.0),
+            mean=0.75,
+            overlap_consensus=False,
+            near_consensus=False,
+            complete_consensus=False,
+            n_connected_groups=2,
+            has_invalid_annotation=True,
+        ),
+        id="atypical",
+    ),
+]
+
+
+@pytest.mark.parametrize(("selections", "expected"), DATA_CARD_EXAMPLES)
+def test_data_card_worked_examples(selections, expected):
+    result = image_consensus(selections)
+    for name, value in expected.items():
+        assert getattr(result, name) == pytest.approx(value), name
+    first, second = selections_to_arrays([selections])
+    row = consensus_table(first, second).iloc[0]
+    for name in ("mean", "overlap_consensus", "near_consensus", "n_connected_groups", "has_invalid_annotation"):
+        assert row[name] == pytest.approx(expected[name]), name
+
+
+def test_connected_groups_count_what_the_labelers_pointed_at():
+    # An invalid pair contributes its two tones, not those between them.
+    assert image_consensus([(1, 5)]).n_connected_groups == 2
+    assert image_consensus([(1, 5), 3]).n_connected_groups == 3
+    assert image_consensus([(1, 3), 2]).n_connected_groups == 1
+    assert image_consensus([None, ()]).n_connected_groups == 0
+
+
 def test_image_consensus_mode_ties_go_to_lowest():
     result = image_consensus([5, 2, 5, 2, 9])
     assert (result.mode, result.mode_count) == (2.0, 2)

@@ -176,10 +176,9 @@ def test_atypical_data_card_example():
     assert fields["min"] == 1.0 and fields["max"] == 2.5
     assert not fields["complete_consensus"] and not fields["overlap_consensus"] and not fields["near_consensus"]
     assert fields["has_invalid_annotation"]
-    # The card says 2 connected groups (it counts the invalid pair's tones); image_consensus
-    # today counts the valid selections' tones only ({1, 2, 3}: one group). Follow the function.
+    # The card says 2 connected groups: the invalid pair's tones count ({1, 2, 3} and {5}).
     expected = image_consensus([(1, 5), (2, 3), 1])
-    assert fields["n_connected_groups"] == expected.n_connected_groups
+    assert fields["n_connected_groups"] == expected.n_connected_groups == 2
 
 
 def test_tie_rules_on_constructed_ties():
@@ -217,7 +216,8 @@ def test_aggregations_and_half_up_rounding():
     assert np.isnan(empty["final_value"]) and np.isnan(empty["std"])
     assert empty["n_labels"] == 1 and empty["n_valid"] == 0 and empty["n_skipped"] == 1
     assert empty["has_invalid_annotation"] and empty["any_uncertainty"] and empty["n_uncertain"] == 0
-    assert empty["n_connected_groups"] == 0 and empty["n_unique_values"] == 0
+    assert empty["n_unique_values"] == 0
+    assert empty["n_connected_groups"] == 2  # the invalid pair's tones 1 and 4 (issue 12)
 
 
 def test_inputs_are_not_modified():
