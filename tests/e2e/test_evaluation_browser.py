@@ -58,7 +58,7 @@ def _upload(page, url, name, path):
     page.fill("input[name=name]", name)
     page.fill("input[name=model_name]", "segmenter")
     page.set_input_files("input[name=file]", str(path))
-    page.click("summary")
+    page.click("summary:has-text('Scoring options')")
     page.fill("input[name=permutations]", "19")
     page.click("form[enctype] button[type=submit]")
     expect(page.locator("h1")).to_contain_text(name)
@@ -93,7 +93,7 @@ def test_engineer_uploads_results_reads_the_report_and_compares(page, live_serve
     page.select_option("select[name=b]", label="model A (segmenter)")
     page.click("text=Compare >> nth=-1")
     expect(page.locator("h1")).to_have_text("Compare two runs")
-    row = page.locator("tr", has_text="Skin-tone score")
+    row = page.locator("tr", has_text="Largest gap between skin-tone bands")
     expect(row).to_contain_text("yes: B is better")
     page.screenshot(path=str(results_dir / "evaluation-compare.png"), full_page=True)
     assert EvaluationRun.objects.filter(project=project, status="done").count() == 2
