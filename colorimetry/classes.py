@@ -9,6 +9,7 @@ from typing import Any
 
 __all__ = [
     "FITZPATRICK_ITA_CHARDON_CLASSES",
+    "FITZPATRICK_ITA_GROH_2021_EMPIRICAL",
     "FITZPATRICK_ITA_KINYANJUI_2020",
     "ITA_CLASSES",
     "FitzpatrickMapping",
@@ -49,18 +50,24 @@ class FitzpatrickMapping:
     lower_bounds: tuple[tuple[float, int], ...]
 
 
-#: ITA -> Fitzpatrick mapping of Kinyanjui et al. (2020), "Fairness of
-#: classifiers across skin tones in dermatology", MICCAI 2020, reused by
-#: Groh et al. (2021), "Evaluating deep neural networks trained on clinical
-#: images in dermatology with the Fitzpatrick 17k dataset", CVPR Workshops:
-#: I > 55; II 41-55; III 28-41; IV 19-28; V 10-19; VI <= 10. It splits the
-#: Chardon "tan" class at 19 degrees and puts everything at or below 10
-#: degrees into type VI. The default here.
+#: ITA -> Fitzpatrick thresholds I > 55; II 41-55; III 28-41; IV 19-28;
+#: V 10-19; VI <= 10: what the public code of Groh et al. (2021, "Evaluating
+#: deep neural networks trained on clinical images in dermatology with the
+#: Fitzpatrick 17k dataset", CVPR Workshops; repository mattgroh/fitzpatrick17k)
+#: labels as the mapping of Kinyanjui et al. (2020, "Fairness of classifiers
+#: across skin tones in dermatology", MICCAI). Groh et al. themselves report
+#: results with empirical thresholds instead
+#: (:data:`FITZPATRICK_ITA_GROH_2021_EMPIRICAL`). It splits the Chardon "tan"
+#: class at 19 degrees and puts everything at or below 10 degrees into type VI.
+#: The default here (name kept as ``kinyanjui2020`` so stored parameter sets
+#: stay valid). ITA classes are not Fitzpatrick types: every table is an
+#: estimate with its own source.
 FITZPATRICK_ITA_KINYANJUI_2020 = FitzpatrickMapping(
     name="kinyanjui2020",
     source=(
-        "Kinyanjui et al. 2020, Fairness of classifiers across skin tones in "
-        "dermatology, MICCAI; as used by Groh et al. 2021 (Fitzpatrick 17k)"
+        "thresholds 55/41/28/19/10, labelled Kinyanjui et al. 2020 (MICCAI) in the public code of "
+        "Groh et al. 2021 (Fitzpatrick 17k, mattgroh/fitzpatrick17k); Groh et al. report results "
+        "with empirical thresholds instead (groh2021_empirical)"
     ),
     lower_bounds=(
         (55.0, 1),
@@ -68,6 +75,22 @@ FITZPATRICK_ITA_KINYANJUI_2020 = FitzpatrickMapping(
         (28.0, 3),
         (19.0, 4),
         (10.0, 5),
+        (-math.inf, 6),
+    ),
+)
+
+#: ITA -> Fitzpatrick with the empirical thresholds Groh et al. (2021,
+#: Fitzpatrick 17k, CVPR Workshops) report their ITA results with:
+#: I > 45; II 28-45; III 17-28; IV 5-17; V -20-5; VI <= -20.
+FITZPATRICK_ITA_GROH_2021_EMPIRICAL = FitzpatrickMapping(
+    name="groh2021_empirical",
+    source="empirical thresholds 45/28/17/5/-20 of Groh et al. 2021 (Fitzpatrick 17k, CVPR Workshops)",
+    lower_bounds=(
+        (45.0, 1),
+        (28.0, 2),
+        (17.0, 3),
+        (5.0, 4),
+        (-20.0, 5),
         (-math.inf, 6),
     ),
 )
@@ -136,6 +159,8 @@ def fitzpatrick_from_ita(
     >>> fitzpatrick_from_ita(50.32), fitzpatrick_from_ita(15.0)
     (2, 5)
     >>> fitzpatrick_from_ita(15.0, FITZPATRICK_ITA_CHARDON_CLASSES)
+    4
+    >>> fitzpatrick_from_ita(15.0, FITZPATRICK_ITA_GROH_2021_EMPIRICAL)
     4
     """
     bounds = mapping.lower_bounds if isinstance(mapping, FitzpatrickMapping) else mapping

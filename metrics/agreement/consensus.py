@@ -142,6 +142,7 @@ def image_consensus(
         Each labeler's uncertain flag.
     wide_range : float
         Raise the ``wide_range`` flag when ``max - min >= wide_range`` tones.
+        The default 3 is this project's choice (seed 000 gives no threshold).
 
     Returns
     -------

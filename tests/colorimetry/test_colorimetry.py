@@ -173,6 +173,15 @@ def test_fitzpatrick_mappings(ita: float, kinyanjui: int, chardon: int) -> None:
     assert fitzpatrick_from_ita(ita, FITZPATRICK_ITA_CHARDON_CLASSES) == chardon
 
 
+@pytest.mark.parametrize(
+    ("ita", "groh"),
+    [(46.0, 1), (45.0, 2), (29.0, 2), (28.0, 3), (18.0, 3), (6.0, 4), (5.0, 5), (-19.0, 5), (-20.0, 6)],
+)
+def test_groh_2021_empirical_thresholds(ita: float, groh: int) -> None:
+    # Groh et al. 2021 report ITA results with 45/28/17/5/-20 (issue 12), not the 55/41/28/19/10 table.
+    assert fitzpatrick_from_ita(ita, colorimetry.FITZPATRICK_ITA_GROH_2021_EMPIRICAL) == groh
+
+
 def test_fitzpatrick_mapping_is_configurable() -> None:
     custom = [(0.0, 1), (-math.inf, 2)]
     assert fitzpatrick_from_ita(5.0, custom) == 1

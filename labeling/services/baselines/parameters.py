@@ -20,6 +20,7 @@ from ... import colorimetry
 from ...colorimetry import (
     ALGORITHM_VERSION,
     FITZPATRICK_ITA_CHARDON_CLASSES,
+    FITZPATRICK_ITA_GROH_2021_EMPIRICAL,
     FITZPATRICK_ITA_KINYANJUI_2020,
     ITA_CLASSES,
     SKIN_DETECTORS,
@@ -33,7 +34,12 @@ from ...models import ImageBaseline, Project
 BASELINE_CODE_VERSION = f"{ALGORITHM_VERSION}+django.1"
 
 FITZPATRICK_MAPPINGS = {
-    mapping.name: mapping for mapping in (FITZPATRICK_ITA_KINYANJUI_2020, FITZPATRICK_ITA_CHARDON_CLASSES)
+    mapping.name: mapping
+    for mapping in (
+        FITZPATRICK_ITA_KINYANJUI_2020,
+        FITZPATRICK_ITA_GROH_2021_EMPIRICAL,
+        FITZPATRICK_ITA_CHARDON_CLASSES,
+    )
 }
 ITA_CLASS_NAMES = [name for _bound, name in ITA_CLASSES]
 

@@ -9,7 +9,8 @@ import numpy as np
 
 #: Agreement statistics over fewer images than this (with 2+ valid labels) are not shown.
 MIN_IMAGES = 5
-#: An image is flagged when its labels span this many tones or more (seed 000).
+#: An image is flagged when its labels span this many tones or more. This project's
+#: choice: seed 000 gives no such threshold (issue 12).
 WIDE_RANGE = 3
 #: Bootstrap resamples of the alpha confidence interval.
 N_RESAMPLES = 1000
