@@ -26,6 +26,7 @@ from .services.baselines import (
     baseline_run_prepare,
 )
 from .services.consensus import phase_refresh_unlock, phase_summary_refresh
+from .services.evaluations import EVALUATION_TASK_SOFT_TIME_LIMIT, EVALUATION_TASK_TIME_LIMIT
 from .services.images import image_make_derivatives
 from .services.jobs import job_heartbeat, jobs_sweep
 from .services.releases import (
@@ -55,8 +56,8 @@ TIME_LIMITS = {
     queue.CONSENSUS_REFRESH: (600, 570),
     # A whole dataset release: its tables, data card, optional images and zip (see services.releases.build).
     queue.RELEASE_BUILD: (RELEASE_TASK_TIME_LIMIT, RELEASE_TASK_SOFT_TIME_LIMIT),
-    # One evaluation report: 50,000 samples with the permutation null take about a minute here.
-    queue.EVALUATION_RUN: (1800, 1740),
+    # One evaluation report (see services.evaluations.runs).
+    queue.EVALUATION_RUN: (EVALUATION_TASK_TIME_LIMIT, EVALUATION_TASK_SOFT_TIME_LIMIT),
     # A pass over the queued and running jobs (a few queries per active job).
     queue.JOBS_SWEEP: (120, 100),
 }

@@ -14,7 +14,7 @@ then
 
 Giving up leaves the job retryable: a baseline run records every image without a result as failed
 ("worker lost") so that its "retry failed images" reruns exactly those; a release is marked failed
-(nothing published) and can be started again. A task of a given-up job that arrives late does nothing.
+(nothing published) and can be started again; an evaluation run is marked failed with the reason. A task of a given-up job that arrives late does nothing.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import logging
 from django.db.models import Max
 from django.utils import timezone
 
-from ..models import ImageBaseline, Job, Release
+from ..models import EvaluationRun, ImageBaseline, Job, Release
 from . import queue
 
 logger = logging.getLogger(__name__)
@@ -48,9 +48,14 @@ def job_heartbeat(job_id: int | None) -> None:
 def job_deadline_seconds(kind: str) -> int:
     """How long a running job of ``kind`` may go without a sign of life."""
     from .baselines.runs import BASELINE_TASK_TIME_LIMIT
+    from .evaluations import EVALUATION_TASK_TIME_LIMIT
     from .releases import RELEASE_TASK_TIME_LIMIT
 
-    limits = {Job.Kind.BASELINE: BASELINE_TASK_TIME_LIMIT, Job.Kind.EXPORT: RELEASE_TASK_TIME_LIMIT}
+    limits = {
+        Job.Kind.BASELINE: BASELINE_TASK_TIME_LIMIT,
+        Job.Kind.EXPORT: RELEASE_TASK_TIME_LIMIT,
+        Job.Kind.EVALUATION: EVALUATION_TASK_TIME_LIMIT,
+    }
     from django.conf import settings
 
     return limits.get(kind, settings.CELERY_TASK_TIME_LIMIT) + DEADLINE_MARGIN_SECONDS
@@ -92,6 +97,12 @@ def job_abandon(job: Job, reason: str) -> None:
 
         release_fail(release, f"Stopped: {reason}. Nothing was published; start the release again.")
         return
+    run = EvaluationRun.objects.filter(job=job).first()
+    if run is not None:
+        from .evaluations import evaluation_fail
+
+        evaluation_fail(run, f"Stopped: {reason}. Upload the results again to start a new run.")
+        return
     Job.objects.filter(pk=job.pk, status__in=[Job.Status.QUEUED, Job.Status.RUNNING]).update(
         status=Job.Status.FAILED, message=f"Stopped: {reason}.", finished_at=timezone.now()
     )
@@ -106,6 +117,10 @@ def _resend(job: Job) -> bool:
     if release is not None:
         queue.enqueue(queue.RELEASE_BUILD, release.pk)
         return True
+    run = EvaluationRun.objects.filter(job=job).first()
+    if run is not None:
+        queue.enqueue(queue.EVALUATION_RUN, run.pk)
+        return True
     return False
 
 
@@ -119,8 +134,7 @@ def jobs_sweep(*, now=None) -> dict[str, int]:
     """
     now = now or timezone.now()
     report = {"pending_sent": queue.pending_tasks_send(), "resent": 0, "abandoned": 0}
-    # Evaluation runs keep their own status next to their job: their service owns giving them up.
-    active = Job.objects.filter(status__in=[Job.Status.QUEUED, Job.Status.RUNNING]).exclude(kind=Job.Kind.EVALUATION)
+    active = Job.objects.filter(status__in=[Job.Status.QUEUED, Job.Status.RUNNING])
     for job in active.select_related("project"):
         silent = (now - _last_sign_of_life(job)).total_seconds()
         if job.status == Job.Status.QUEUED and job.started_at is None:

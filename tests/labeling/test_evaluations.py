@@ -398,3 +398,47 @@ def test_a_failing_write_keeps_nothing(synthetic, lead, media, monkeypatch):
         [p for p in (media / "evaluations").rglob("*") if p.is_file()] if (media / "evaluations").exists() else []
     )
     assert leftovers == []
+
+
+def test_an_evaluation_whose_task_was_lost_is_resent_and_one_whose_worker_died_is_given_up(
+    synthetic, lead, django_capture_on_commit_callbacks
+):
+    from datetime import timedelta
+
+    from django.core.files.uploadedfile import SimpleUploadedFile
+    from django.utils import timezone
+
+    from labeling.services import jobs as job_services
+
+    def create(name):
+        upload_file = SimpleUploadedFile("r.csv", results_for(synthetic["images"]).to_csv(index=False).encode())
+        with django_capture_on_commit_callbacks(execute=False):  # the task is lost: never sent
+            return evaluation_services.evaluation_create(
+                project=synthetic["project"],
+                user=lead,
+                release=synthetic["release"],
+                upload=upload_file,
+                name=name,
+                options=FAST,
+            )
+
+    lost = create("lost")
+    later = timezone.now() + timedelta(seconds=job_services.QUEUED_RESEND_SECONDS + 1)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert job_services.jobs_sweep(now=later)["resent"] == 1
+    lost.refresh_from_db()
+    assert lost.status == "done"  # sent again and computed (in-process here)
+
+    dead = create("dead")
+    now = timezone.now()
+    EvaluationRun.objects.filter(pk=dead.pk).update(status="running")
+    Job.objects.filter(pk=dead.job_id).update(status=Job.Status.RUNNING, started_at=now, heartbeat_at=now)
+    deadline = job_services.job_deadline_seconds(Job.Kind.EVALUATION)
+    assert deadline > evaluation_services.EVALUATION_TASK_TIME_LIMIT
+    assert job_services.jobs_sweep(now=now + timedelta(seconds=deadline - 30))["abandoned"] == 0
+    assert job_services.jobs_sweep(now=now + timedelta(seconds=deadline + 1))["abandoned"] == 1
+    dead.refresh_from_db()
+    assert dead.status == "failed" and "worker was lost" in dead.error
+    assert Job.objects.get(pk=dead.job_id).status == Job.Status.FAILED
+    # A late task of the given-up run does nothing.
+    assert evaluation_services.evaluation_run(dead).status == "failed"

@@ -9,6 +9,8 @@ from .compare import evaluation_compare, gate_create, gate_rules_clean, gates_ch
 from .joining import AUTO_ID_COLUMNS, MATCH_COLUMNS, JoinSpec
 from .runs import (
     DEFAULT_OPTIONS,
+    EVALUATION_TASK_SOFT_TIME_LIMIT,
+    EVALUATION_TASK_TIME_LIMIT,
     MAX_RESULTS_BYTES,
     evaluation_create,
     evaluation_dir,
@@ -22,6 +24,8 @@ from .runs import (
 __all__ = [
     "AUTO_ID_COLUMNS",
     "DEFAULT_OPTIONS",
+    "EVALUATION_TASK_SOFT_TIME_LIMIT",
+    "EVALUATION_TASK_TIME_LIMIT",
     "MATCH_COLUMNS",
     "MAX_RESULTS_BYTES",
     "JoinSpec",

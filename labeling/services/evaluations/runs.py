@@ -57,6 +57,10 @@ DEFAULT_OPTIONS: dict[str, Any] = {
     "body_shape_column": None,
     "groups": None,
 }
+#: Hard and soft time limits of the evaluation task (seconds): 50,000 samples with the permutation null take
+#: about two minutes on a loaded 2-core machine.
+EVALUATION_TASK_TIME_LIMIT = 1800
+EVALUATION_TASK_SOFT_TIME_LIMIT = 1740
 #: Threshold when the error is a classification's 0/1 mistake (a group's mean error is its error rate).
 CLASSIFICATION_THRESHOLD = 0.1
 
@@ -285,8 +289,9 @@ def evaluation_create(
 
 
 def _job_step(run: EvaluationRun, done: int, message: str) -> None:
+    """Progress, and a sign of life for the jobs sweeper (``services.jobs``)."""
     if run.job_id:
-        Job.objects.filter(pk=run.job_id).update(done=done, message=message)
+        Job.objects.filter(pk=run.job_id).update(done=done, message=message, heartbeat_at=timezone.now())
 
 
 def evaluation_fail(run: EvaluationRun, error: str) -> None:
@@ -301,12 +306,12 @@ _STEPS = {"gender": 1, "skin_tone": 2, "body_shape": 2, "label_uncertainty": 3, 
 
 def evaluation_run(run: EvaluationRun) -> EvaluationRun:
     """Compute the run's report with ``metrics.report.write_report`` (safe to run again: starts afresh)."""
-    if run.status == EvaluationRun.Status.DONE:
-        return run
+    if run.status in (EvaluationRun.Status.DONE, EvaluationRun.Status.FAILED):
+        return run  # a finished run, or one given up by the sweeper, is never recomputed
     now = timezone.now()
     EvaluationRun.objects.filter(pk=run.pk).update(status=EvaluationRun.Status.RUNNING, error="")
     if run.job_id:
-        Job.objects.filter(pk=run.job_id).update(status=Job.Status.RUNNING, started_at=now, done=0)
+        Job.objects.filter(pk=run.job_id).update(status=Job.Status.RUNNING, started_at=now, heartbeat_at=now, done=0)
     base = evaluation_dir(run)
     joined = base / "joined.parquet"
     out = base / "report"
