@@ -60,6 +60,11 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument(
         "--tone-levels", type=int, default=None, help="tones of the skin-tone scale for the composition (MST: 10)"
     )
+    report.add_argument(
+        "--labeler-columns",
+        default="",
+        help="comma-separated columns, one labeler's tone each (empty where none): scored alone in the check",
+    )
     report.add_argument("--uncertainty-draws", type=int, default=100, help="draws of the label-uncertainty check")
     report.add_argument("--min-cluster-size", type=int, default=10)
     report.add_argument("--min-fraction", type=float, default=0.7)
@@ -157,6 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         tone_max=args.tone_max,
         uncertainty_draws=args.uncertainty_draws,
         tone_levels=args.tone_levels,
+        labeler_columns=[c for c in args.labeler_columns.split(",") if c],
         seed=args.seed,
     )
     try:

@@ -59,6 +59,9 @@ class ReportOptions:
     tone_max: str | None = None
     #: Draws of the label-uncertainty check.
     uncertainty_draws: int = 100
+    #: Columns holding one labeler's tone of each sample (empty where that labeler gave none): the
+    #: label-uncertainty check also scores each labeler's labels alone.
+    labeler_columns: list[str] = field(default_factory=list)
     seed: int = 0
     #: Tones of the skin-tone scale (10 for MST) for the composition section; None: the deepest tone present.
     tone_levels: int | None = None
@@ -139,9 +142,11 @@ def _join(options: ReportOptions):
     attributes = load_table(options.attributes, options.on)
     predictions = load_table(options.predictions, options.on)
     problems = []
-    wanted_attributes = [
-        c for c in (options.gender, options.skin_tone, options.body_shape, options.tone_min, options.tone_max) if c
-    ] + list(options.groups)
+    wanted_attributes = (
+        [c for c in (options.gender, options.skin_tone, options.body_shape, options.tone_min, options.tone_max) if c]
+        + list(options.groups)
+        + list(options.labeler_columns)
+    )
     for name, table, columns in (
         (options.attributes, attributes, [options.on, *wanted_attributes]),
         (options.predictions, predictions, [options.on, options.error]),
@@ -155,6 +160,8 @@ def _join(options: ReportOptions):
         problems.append("nothing to evaluate: give --gender, --skin-tone and/or --body-shape")
     if bool(options.tone_min) != bool(options.tone_max) or (options.tone_min and not options.skin_tone):
         problems.append("the label-uncertainty check needs --skin-tone, --tone-min and --tone-max together")
+    if options.labeler_columns and not options.tone_min:
+        problems.append("--labeler-columns belong to the label-uncertainty check: give --tone-min and --tone-max too")
     if problems:
         raise ReportInputError(problems)
 
@@ -227,6 +234,17 @@ def _join(options: ReportOptions):
             )
         else:
             merged[column] = as_number.astype(np.float64)
+    for column in options.labeler_columns:
+        # One labeler's tones: empty where the labeler gave none; anything else must be a number.
+        raw = merged[column]
+        as_number = pd.to_numeric(raw, errors="coerce")
+        bad = as_number.isna() & raw.notna() & (raw.astype(str).str.strip() != "")
+        if bad.any():
+            ids = merged.loc[bad, options.on].tolist()[:_MAX_EXAMPLES]
+            problems.append(
+                f"column {column!r} (a labeler's tones): {int(bad.sum())} non-numeric value(s), at {options.on} {', '.join(map(str, ids))}"
+            )
+        merged[column] = as_number.astype(np.float64)
     if options.gender:
         missing_gender = merged[options.gender].isna()
         if missing_gender.any():

@@ -265,6 +265,14 @@ def _html(report: dict, figures: list[dict]) -> str:
             f"{check['n_same']} of {check['n_draws']} draws within the labelers' range "
             f"(95% CI {check['fraction_same_ci'][0]:.0%} to {check['fraction_same_ci'][1]:.0%}).</p>"
         )
+        if check.get("per_labeler"):
+            parts.append("<table><tr><th>each labeler's labels alone</th><th>images</th><th>conclusion</th></tr>")
+            for name, row in check["per_labeler"].items():
+                parts.append(
+                    f"<tr><td>{esc(name)}</td><td>{row['n']}</td><td>{esc(row['conclusion'])}"
+                    f"{'' if row['same'] else ' (differs)'}</td></tr>"
+                )
+            parts.append("</table>")
     if isinstance(report["groups"], str):
         parts.append(f"<p><em>Groups: {esc(report['groups'])}</em></p>")
     else:

@@ -143,6 +143,7 @@ def build_report(options: ReportOptions) -> dict:
                 n_draws=options.uncertainty_draws,
                 n_bands=options.n_bands,
                 seed=options.seed,
+                labeler_tones={c: merged[c].to_numpy(dtype=np.float64) for c in options.labeler_columns} or None,
             )
         except ValueError as exc:
             raise ReportInputError([f"label-uncertainty check: {exc}"]) from None

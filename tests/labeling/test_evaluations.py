@@ -179,6 +179,10 @@ def test_api_run_joins_scores_and_matches_the_command_line(
     assert report["intersectional"]["n_customers"] == expected["intersectional"]["n_customers"]
     assert report["composition"]["n"] == N_IMAGES
     assert report["gender"]["n_pairs"] == 3  # three genders: Holm over three pairs
+    # The label-uncertainty check also scores each labeler's labels alone (the release's labels table).
+    per_labeler = report["label_uncertainty"]["per_labeler"]
+    assert set(per_labeler) == {"labeler_L1", "labeler_L2", "labeler_L3"}
+    assert all(row["n"] == N_IMAGES for row in per_labeler.values())
     # Figures as PNG and SVG, downloadable.
     for figure in report["figures"]:
         for kind in ("png", "svg"):

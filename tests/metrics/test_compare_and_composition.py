@@ -138,3 +138,21 @@ def test_report_writes_figures_as_png_and_svg_and_composition(tmp_path):
         predictions["error"][attributes["gender"] == "female"], predictions["error"][attributes["gender"] == "male"]
     )
     assert report["gender"]["p_value"] == pytest.approx(ks.pvalue)
+
+
+def test_report_scores_each_labelers_tones_alone(tmp_path, capsys):
+    attributes, predictions = _tables()
+    attributes["tone_min"] = attributes["skin_tone"] - 1
+    attributes["tone_max"] = attributes["skin_tone"] + 1
+    attributes["rater_a"] = attributes["skin_tone"]
+    attributes["rater_b"] = np.where(np.arange(200) % 2 == 0, attributes["skin_tone"], np.nan)
+    extra = ("--tone-min", "tone_min", "--tone-max", "tone_max", "--labeler-columns", "rater_a,rater_b", *FAST)
+    assert _run(tmp_path, attributes, predictions, *extra) == 0
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    per_labeler = report["label_uncertainty"]["per_labeler"]
+    assert per_labeler["rater_a"]["n"] == 200 and per_labeler["rater_b"]["n"] == 100
+    assert per_labeler["rater_a"]["same"] is True  # the same tones as the report's: the same conclusion
+    attributes["rater_b"] = attributes["rater_b"].astype(object)
+    attributes.loc[3, "rater_b"] = "seven"
+    assert _run(tmp_path, attributes, predictions, *extra) == 2
+    assert "a labeler's tones" in capsys.readouterr().err

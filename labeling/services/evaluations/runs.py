@@ -92,6 +92,27 @@ def _release_images(release: Release) -> pd.DataFrame:
     return pq.read_table(path).to_pandas()
 
 
+#: Prefix of the joined table's columns holding one labeler's tone per sample.
+LABELER_PREFIX = "labeler_"
+
+
+def _labeler_tones(release: Release) -> pd.DataFrame | None:
+    """Per image, each labeler's counted tone (columns ``labeler_<pseudonym>``), from the release's labels."""
+    path = release_file_path(release, "labels.parquet")
+    if path is None:
+        return None
+    columns = {"image_id", "labeler", "value", "counted", "valid"}
+    if not columns <= set(pq.read_schema(path).names):
+        return None
+    labels = pq.read_table(path, columns=sorted(columns)).to_pandas()
+    labels = labels[labels["counted"].fillna(False) & labels["valid"].fillna(False) & labels["value"].notna()]
+    if labels.empty:
+        return None
+    wide = labels.pivot_table(index="image_id", columns="labeler", values="value", aggfunc="mean")
+    wide.columns = [f"{LABELER_PREFIX}{c}" for c in wide.columns]
+    return wide.reset_index()
+
+
 def release_attributes(release: Release) -> tuple[list[str], list[str]]:
     """(categorical, numeric) subject-attribute columns of a release's images table."""
     path = release_file_path(release, "images.parquet")
@@ -234,6 +255,10 @@ def evaluation_create(
                 out.write(chunk)
         images = _release_images(release)
         attributes = [c for c in [options["gender_column"], options["body_shape_column"], *options["groups"]] if c]
+        per_labeler = _labeler_tones(release)
+        if per_labeler is not None:
+            images = images.merge(per_labeler, on="image_id", how="left")
+            attributes += [c for c in per_labeler.columns if c.startswith(LABELER_PREFIX)]
         try:
             results = read_results(raw)
             joined, join = join_results(results, lambda on: release_samples(images, on, attributes), spec)
@@ -319,6 +344,7 @@ def evaluation_run(run: EvaluationRun) -> EvaluationRun:
     o = run.options
     columns = pq.read_schema(joined).names
     uncertainty = "min" in columns and "max" in columns
+    labelers = sorted(c for c in columns if c.startswith(LABELER_PREFIX)) if uncertainty else []
     options = ReportOptions(
         attributes=joined,
         predictions=joined,
@@ -342,6 +368,7 @@ def evaluation_run(run: EvaluationRun) -> EvaluationRun:
         tone_min="min" if uncertainty else None,
         tone_max="max" if uncertainty else None,
         uncertainty_draws=o["uncertainty_draws"],
+        labeler_columns=labelers,
         seed=o["seed"],
         tone_levels=run.project.scale.tones.count(),
         on_step=lambda step: _job_step(run, _STEPS.get(step, 0), f"Computing: {step.replace('_', ' ')}"),
