@@ -75,6 +75,32 @@ def comparison_rows(phases: list[dict]) -> list[dict]:
     ]
 
 
+def calibration_2_rows(phases: list[dict]) -> list[dict]:
+    """Calibration 2's agreement on its new images only and on all its images, side by side."""
+    rows = []
+    for summary in phases:
+        everything = summary.get("agreement_all_images")
+        if not everything:
+            continue
+        rows.append(
+            {
+                "phase": summary["phase"],
+                "n_new": summary["n_images_2plus"],
+                "n_all": everything["n_images_2plus"],
+                "measures": [
+                    {
+                        "label": label,
+                        "new": _agreement_cell(summary, path),
+                        "all": _agreement_cell(everything, path),
+                        "fmt": fmt,
+                    }
+                    for label, path, fmt in COMPARISON_ROWS
+                ],
+            }
+        )
+    return rows
+
+
 def _distribution_cells(phases: list[dict], index: int, value: float) -> list[dict]:
     cells = []
     for summary in phases:
@@ -163,6 +189,7 @@ def dashboard_context(dashboard: dict) -> dict:
         "bands": bands,
         "phases": phases,
         "comparison": comparison_rows(phases),
+        "calibration_2": calibration_2_rows(phases),
         "distribution": distribution_rows(phases, {t["position"]: t for t in dashboard["project"]["tones"]}),
         "drift_rows": drift_rows(dashboard["labelers"], phases),
         "plot_names": plots.PLOTS,

@@ -155,6 +155,10 @@ def test_new_image_gets_its_baseline_after_import_measured_on_the_face(project):
     skin_y, skin_x = np.nonzero(indices != 1)
     assert 200 < skin_x.size < 20_000
     assert 170 <= skin_x.min() and skin_x.max() <= 285 and 60 <= skin_y.min() and skin_y.max() <= 185
+    client = Client()
+    client.force_login(project.created_by)
+    page = client.get(f"/projects/{project.pk}/baselines/images/{image.pk}/").content.decode()
+    assert "1 face found" in page
 
 
 def test_a_swatch_without_a_mask_has_no_face_and_no_number(project):

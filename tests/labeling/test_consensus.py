@@ -175,6 +175,19 @@ def test_repeats_stay_out_of_agreement_and_feed_test_retest(client, lead, projec
     assert retest["L2"]["weighted_kappa"]["value"] == pytest.approx(expected, abs=1e-6)
     drift = {row["labeler"]: row["baseline"] for row in body["labelers"]}
     assert [b["phase"] for b in drift["L1"]] == ["Calibration 1", "Calibration 2"]
+    # Issue 12: calibration 2 over all its images too (the data card's figures cover them all).
+    everything = selected["agreement_all_images"]
+    assert (everything["n_images"], everything["n_images_2plus"], everything["n_new_images"]) == (7, 7, 2)
+    rows = list(Label.objects.filter(phase=cal2).values_list("labeler_id", "image_id", "value"))
+    ids, images = sorted({r[0] for r in rows}), sorted({r[1] for r in rows})
+    reliability = np.full((len(ids), len(images)), np.nan)
+    for labeler, image, value in rows:
+        reliability[ids.index(labeler), images.index(image)] = value
+    expected_alpha = krippendorff.alpha(reliability_data=reliability, level_of_measurement="ordinal")
+    assert everything["agreement"]["alpha"]["ordinal"]["value"] == pytest.approx(expected_alpha, abs=1e-6)
+    assert everything["agreement"]["near_consensus"]["value"] == 0.0
+    page = _client(client, lead).get(f"/projects/{project.pk}/consensus/?phase={cal2.pk}").content.decode()
+    assert 'id="calibration-2-all-images"' in page and "All images (7 with 2+ labels)" in page
 
 
 def test_plots_are_valid_images(client, lead, project, cal1):

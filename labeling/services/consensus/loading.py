@@ -69,8 +69,13 @@ def _label_columns(phase: Phase) -> list[np.ndarray]:
     return [np.asarray([0 if v is None else int(v) for v in col], dtype=np.int64) for col in zip(*rows, strict=True)]
 
 
-def phase_labels_load(phase: Phase) -> PhaseLabels:
-    """Pull a phase's labels with one query into arrays."""
+def phase_labels_load(phase: Phase, *, include_repeats: bool = False) -> PhaseLabels:
+    """Pull a phase's labels with one query into arrays.
+
+    Repeated calibration-2 labels are left out of the images x labelers matrix
+    unless ``include_repeats`` (the "all images" version of calibration 2's
+    between-labeler statistics, comparable with the data card's).
+    """
     image, labeler, low, high, uncertain, repeat, ms = _label_columns(phase)
     low = np.where(low > 0, low, np.nan).astype(np.float64)  # 0 = no tone (a skip)
     high = np.where(high > 0, high, np.nan).astype(np.float64)
@@ -79,7 +84,7 @@ def phase_labels_load(phase: Phase) -> PhaseLabels:
     seconds = ms.astype(np.float64) / 1000.0
 
     labeler_ids = np.unique(labeler)
-    keep = ~repeat
+    keep = np.ones_like(repeat) if include_repeats else ~repeat
     image_ids, image_code = np.unique(image[keep], return_inverse=True)
     labeler_code = np.searchsorted(labeler_ids, labeler[keep])
     shape = (image_ids.size, labeler_ids.size)

@@ -64,6 +64,7 @@ def phase_summary_compute(phase: Phase, *, n_tones: int, allow_pairs: bool = Tru
             "invalid": int(table["has_invalid_annotation"].sum()),
             "uncertain": int(table["any_uncertainty"].sum()),
         },
+        "agreement_all_images": _all_images_agreement(phase, data),
     }
     images = {
         "table": table,
@@ -74,6 +75,35 @@ def phase_summary_compute(phase: Phase, *, n_tones: int, allow_pairs: bool = Tru
         "labeler_ids": data.labeler_ids,
     }
     return json_clean(summary), images
+
+
+def _all_images_agreement(phase: Phase, data: PhaseLabels) -> dict | None:
+    """Calibration 2 with its repeated images included: the data card's calibration-2 figures cover them.
+
+    ``agreement`` (the phase's main numbers) leaves the repeated calibration-1
+    images out (their labels are for test-retest), so on the default split 29
+    of 59 calibration images are missing from it; this block has them all, each
+    labeler's calibration-2 label counted once. None for other phases or
+    without repeats.
+    """
+    if phase.kind != Phase.Kind.CALIBRATION_2 or not data.row_repeat.any():
+        return None
+    everything = phase_labels_load(phase, include_repeats=True)
+    values = everything.values
+    table = agreement.consensus_table(everything.first, everything.second, everything.uncertain, wide_range=WIDE_RANGE)
+    several = table["n_valid"].to_numpy() >= 2
+    n_images_2plus = int(several.sum())
+    reason = None if n_images_2plus >= MIN_IMAGES else too_little(n_images_2plus)
+    return {
+        "n_images": int(everything.image_ids.size),
+        "n_images_2plus": n_images_2plus,
+        "n_new_images": int(data.image_ids.size),
+        "agreement": _agreement_block(table, values.T, several, reason),
+        "definition": (
+            "all calibration-2 images, the repeated calibration-1 images included (each labeler's "
+            "calibration-2 label); the phase's other numbers cover the new images only"
+        ),
+    }
 
 
 def _counts(phase: Phase, data: PhaseLabels, invalid_cells: np.ndarray, n_images_2plus: int) -> dict:
