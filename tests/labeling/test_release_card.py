@@ -276,3 +276,59 @@ def test_first_release_and_every_column_described(study):
     limitations = section(markdown, "Known limitations of the method")
     assert "ITA depends on exposure and is not a Fitzpatrick type" in limitations
     assert "Apparent albedo is not albedo" in limitations
+
+
+@pytest.mark.parametrize("chunk_images", [1, 7, 10_000])
+def test_phase_agreement_in_chunks_is_the_consensus_services(project, labelers, chunk_images):
+    """Skips, pairs, invalid pairs, uncertain flags, missing labels, repeats (one labeler only repeats):
+    the chunked numbers equal the consensus service's whole-phase summary, alpha to the last bit."""
+    import numpy as np
+
+    from labeling.services.consensus import phase_summary_compute
+    from labeling.services.releases.agreement import phase_agreement
+
+    images = add_images(project, 70)
+    phase = phase_get(project, Phase.Kind.MAIN)
+    rng = np.random.default_rng(7)
+    rows = []
+    for k, image in enumerate(images):
+        truth = int(rng.integers(1, 11))
+        for j, labeler in enumerate(labelers):
+            draw = rng.random()
+            if (k + j) % 9 == 0 or (j == 3 and k < 60):
+                continue  # no label; labeler 4 only repeats
+            low = min(10, max(1, truth + int(rng.integers(-1, 2))))
+            high = None
+            if draw < 0.05:
+                low = None  # skipped
+            elif draw < 0.12 and low < 10:
+                high = low + 1  # an adjacent pair
+            elif draw < 0.15 and low < 9:
+                high = low + 2  # an invalid pair
+            rows.append(
+                Label(
+                    phase=phase,
+                    image=image,
+                    labeler=labeler,
+                    is_repeat=k >= 60,
+                    tone_low=low,
+                    tone_high=high,
+                    value=None if low is None or (high and high - low > 1) else (low + (high or low)) / 2,
+                    uncertain=bool(rng.random() < 0.1),
+                    skip_reason="" if low is not None else "no skin visible",
+                )
+            )
+    Label.objects.bulk_create(rows)
+    service, _ = phase_summary_compute(phase, n_tones=10, allow_pairs=True)
+    chunked = phase_agreement(phase, chunk_images=chunk_images)
+    for key in ("n_labels", "n_repeats", "n_images", "n_images_2plus", "n_labelers", "flags"):
+        assert chunked[key] == service[key], key
+    for key, columns in (
+        ("k_of_n", ("n_labels", "k_agreed", "n_items")),
+        ("unique_values", ("n_unique_values", "n_items")),
+    ):
+        assert chunked[key] == [{c: row[c] for c in columns} for row in service[key]], key
+    for key, value in chunked["agreement"].items():
+        assert value == service["agreement"][key], key
+    assert service["agreement"]["alpha"]["ordinal"]["value"] is not None
+    assert service["flags"]["invalid"] and service["flags"]["uncertain"] and service["n_repeats"]

@@ -14,10 +14,12 @@ from __future__ import annotations
 import logging
 import os
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pyarrow.parquet as pq
 from django.db import transaction
 from django.utils import timezone
 
@@ -25,7 +27,7 @@ from ...models import Image, Job, Membership, Release, ReleaseImage
 from .bundle import ImagefolderWriter, TableWriter, file_info, manifest_write, zip_write
 from .card import card_render
 from .card_facts import card_facts
-from .diff import release_image_rows, rows_diff
+from .diff import ImageRow, release_image_rows, rows_diff
 from .finalise import context_load, release_chunks
 from .rules import CATEGORIES
 from .storage import (
@@ -57,6 +59,8 @@ RELEASE_FORMAT_VERSION = "fairtone-release.1"
 RELEASE_TASK_TIME_LIMIT = 4 * 3600
 RELEASE_TASK_SOFT_TIME_LIMIT = RELEASE_TASK_TIME_LIMIT - 120
 RELEASE_BULK_SIZE = 2000
+#: The columns of ``images.parquet`` that make a :class:`ReleaseImage` row, in ``diff.ImageRow`` order.
+RELEASE_IMAGE_COLUMNS = ("image_id", "external_id", "final_value", "final_tone", "excluded_reason")
 
 
 class Cancelled(Exception):
@@ -113,8 +117,9 @@ def release_write(release: Release, out_dir: Path, *, on_chunk: Callable[[int], 
     Returns
     -------
     dict
-        ``files`` (relative path -> sha256, bytes, rows; ``manifest.json`` included), ``summary``,
-        ``release_info`` and ``images`` (the rows of :class:`ReleaseImage`, keyed as in ``diff``).
+        ``files`` (relative path -> sha256, bytes, rows; ``manifest.json`` included), ``summary`` and
+        ``release_info``. The rows of :class:`ReleaseImage` are read back from ``images.parquet``
+        (:func:`release_image_batches`): nothing per image is held while the files are written.
     """
     project = release.project
     rule = release.rule
@@ -129,7 +134,6 @@ def release_write(release: Release, out_dir: Path, *, on_chunk: Callable[[int], 
     tally = LabelerTally()
     excluded_counts = dict.fromkeys(CATEGORIES, 0)
     tone_counts: dict[int, int] = {}
-    images: dict[Any, tuple] = {}
     n_images = n_excluded = n_counted = done = 0
     files: dict[str, dict] = {}
     folder = ImagefolderWriter(out_dir / "imagefolder") if rule.get("with_images") else None
@@ -143,18 +147,14 @@ def release_write(release: Release, out_dir: Path, *, on_chunk: Callable[[int], 
                 image_writer.write(table)
                 label_writer.write(label_table(chunk, context, pseudonyms, tone_names, project_order))
                 tally.add(chunk)
-                finals = chunk.final["final_value"].tolist()
-                tones = chunk.final["final_tone"].tolist()
-                for i, row in enumerate(chunk.images):
-                    value = None if finals[i] != finals[i] else finals[i]
-                    tone = tones[i] if tones[i] >= 0 else None
-                    images[row[0]] = (row[0], row[1], value, tone, reasons[i])
-                    if reasons[i]:
-                        n_excluded += 1
-                        for name in reasons[i].split(";"):
-                            excluded_counts[name] += 1
-                    elif tone is not None:
-                        tone_counts[tone] = tone_counts.get(tone, 0) + 1
+                excluded = np.array([bool(reason) for reason in reasons], dtype=bool)
+                n_excluded += int(excluded.sum())
+                for name in CATEGORIES:
+                    if not rule["include"][name]:
+                        excluded_counts[name] += int(chunk.categories[name].sum())
+                tones = chunk.final["final_tone"]
+                for tone, n in zip(*np.unique(tones[~excluded & (tones >= 0)], return_counts=True), strict=True):
+                    tone_counts[int(tone)] = tone_counts.get(int(tone), 0) + int(n)
                 if folder is not None:
                     originals = _original_bytes(chunk.image_ids.tolist())
                     for row in table.to_pylist():
@@ -188,11 +188,13 @@ def release_write(release: Release, out_dir: Path, *, on_chunk: Callable[[int], 
     info = release_info(release, summary)
     previous_diff = None
     if release.previous_id:
+        images = {row[0]: row for rows in release_image_batches(out_dir) for row in rows}
         previous_diff = {
             "from": release.previous.version,
             "to": release.version,
             **rows_diff(release_image_rows(release.previous), images),
         }
+        del images
     facts = card_facts(
         project=project,
         phases=list(project.phases.order_by("id")),
@@ -215,7 +217,17 @@ def release_write(release: Release, out_dir: Path, *, on_chunk: Callable[[int], 
         files[relative] = file_info(path)
     files = dict(sorted(files.items()))
     files["manifest.json"] = manifest_write(out_dir, info, files)
-    return {"files": files, "summary": summary, "release_info": info, "images": images}
+    return {"files": files, "summary": summary, "release_info": info}
+
+
+def release_image_batches(out_dir: Path, batch_size: int = RELEASE_BULK_SIZE) -> Iterator[list[ImageRow]]:
+    """The rows of :class:`ReleaseImage` (as in ``diff``) from the written ``images.parquet``, a batch at a time."""
+    parquet = pq.ParquetFile(Path(out_dir) / "images.parquet")
+    try:
+        for batch in parquet.iter_batches(batch_size=batch_size, columns=list(RELEASE_IMAGE_COLUMNS)):
+            yield list(zip(*(batch.column(name).to_pylist() for name in RELEASE_IMAGE_COLUMNS), strict=True))
+    finally:
+        parquet.close()
 
 
 # --------------------------------------------------------------------------- the build
@@ -258,20 +270,21 @@ def _publish(release: Release, tmp: Path, tmp_zip: Path, result: dict, zip_info:
         if locked.status not in Release.ACTIVE:
             raise Cancelled()
         ReleaseImage.objects.filter(release=locked).delete()
-        ReleaseImage.objects.bulk_create(
-            (
-                ReleaseImage(
-                    release=locked,
-                    image_id=image_id,
-                    external_id=external_id,
-                    final_value=value,
-                    final_tone=tone,
-                    excluded_reason=reason,
-                )
-                for image_id, external_id, value, tone, reason in result["images"].values()
-            ),
-            batch_size=RELEASE_BULK_SIZE,
-        )
+        # A batch at a time: bulk_create makes a list of whatever it is given (250,000 instances: 300 MB).
+        for rows in release_image_batches(tmp):
+            ReleaseImage.objects.bulk_create(
+                [
+                    ReleaseImage(
+                        release=locked,
+                        image_id=image_id,
+                        external_id=external_id,
+                        final_value=value,
+                        final_tone=tone,
+                        excluded_reason=reason,
+                    )
+                    for image_id, external_id, value, tone, reason in rows
+                ]
+            )
         locked.manifest = {
             "release": result["release_info"],
             "files": result["files"],

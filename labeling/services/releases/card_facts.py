@@ -24,8 +24,9 @@ from metrics.intervals import wilson_interval
 
 from ...models import Assignment, Image, Label, LabelRevision, Membership, Phase, Project, Reflection, Subject
 from ..baselines import FLAG_NAMES, baseline_correlations, baseline_summary
-from ..consensus import MIN_IMAGES, UNDER_REPRESENTED, phase_summary, phase_summary_refresh, test_retest_compute
+from ..consensus import MIN_IMAGES, UNDER_REPRESENTED, test_retest_compute
 from ..consensus.numbers import json_clean, too_little
+from .agreement import phase_agreement
 from .rules import CARD_FIELDS, CATEGORIES
 from .tables import LABELERS_SCHEMA, LABELS_SCHEMA, attribute_columns, images_schema
 
@@ -468,10 +469,8 @@ def _alpha(block: dict[str, Any]) -> dict[str, Any]:
 
 
 def _phase_agreement(phase: Phase) -> dict[str, Any]:
-    """One phase's agreement from the consensus service (a stale cached summary is recomputed)."""
-    summary = phase_summary(phase)
-    if (summary.get("freshness") or {}).get("stale"):
-        summary, _ = phase_summary_refresh(phase)
+    """One phase's agreement: the consensus service's numbers, computed in chunks of images (``agreement``)."""
+    summary = phase_agreement(phase)
     n_images, n_2plus = summary["n_images"], summary["n_images_2plus"]
     reason = None if n_2plus >= MIN_IMAGES else too_little(n_2plus)
     agreement = summary["agreement"]

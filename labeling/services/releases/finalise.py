@@ -92,20 +92,25 @@ class Context:
     rule: dict[str, Any]
     phase_kind: dict[int, str]  # phase id -> kind
     phase_rank: dict[int, int]  # phase id -> index in Phase.ORDER
-    open_relabels: set[int]
-    good_baselines: set[int]
+    open_relabels: np.ndarray  # image ids, sorted
+    good_baselines: np.ndarray  # image ids, sorted (an array: 2 MB at 250,000 images, a set of ints takes 16)
     n_images: int
+
+
+def _id_array(ids) -> np.ndarray:
+    """Distinct ids of a ``values_list(..., flat=True)``, sorted, streamed into an array."""
+    return np.unique(np.fromiter(ids.order_by().iterator(chunk_size=STREAM_ROWS), dtype=np.int64))
 
 
 def context_load(project: Project, rule: dict[str, Any]) -> Context:
     """The project's phases and the image sets of the categories that are not computed per chunk."""
     phases = list(project.phases.values_list("id", "kind"))
-    open_relabels = set(
+    open_relabels = _id_array(
         Assignment.objects.filter(phase__project=project, phase__kind=Phase.Kind.POST_CALIBRATION, done_at__isnull=True)
         .exclude(kind=Assignment.Kind.LABEL, request_reason="")
         .values_list("image_id", flat=True)
     )
-    good = set(
+    good = _id_array(
         baselines_current(project).filter(status=ImageBaseline.Status.OK, flags=[]).values_list("image_id", flat=True)
     )
     return Context(
@@ -185,6 +190,14 @@ def outlier_images(
     return flagged
 
 
+def _members(ids: np.ndarray, sorted_ids: np.ndarray) -> np.ndarray:
+    """Whether each of ``ids`` is in ``sorted_ids`` (a binary search each: no sort of the whole set per chunk)."""
+    if not sorted_ids.size:
+        return np.zeros(ids.shape, dtype=bool)
+    found = np.minimum(np.searchsorted(sorted_ids, ids), sorted_ids.size - 1)
+    return sorted_ids[found] == ids
+
+
 def _categories(
     final: dict[str, np.ndarray], image_ids: np.ndarray, outliers: np.ndarray, context: Context
 ) -> dict[str, np.ndarray]:
@@ -194,9 +207,9 @@ def _categories(
         "no_labels": n_any == 0,
         "too_few_labels": (n_any > 0) & (final["n_valid"] < minimum),
         "no_near_consensus": (final["n_valid"] >= 2) & ~final["near_consensus"],
-        "open_relabels": np.isin(image_ids, np.fromiter(context.open_relabels, dtype=np.int64)),
+        "open_relabels": _members(image_ids, context.open_relabels),
         "outliers": outliers,
-        "no_baseline": ~np.isin(image_ids, np.fromiter(context.good_baselines, dtype=np.int64)),
+        "no_baseline": ~_members(image_ids, context.good_baselines),
     }
     assert list(result) == list(CATEGORIES)
     return result
