@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from .views import baselines, consensus, evaluations, health, labeler, lead, media, releases
+from .views import baselines, consensus, data, evaluations, health, labeler, lead, media, releases
 from .views.auth import ThrottledLoginView
 
 urlpatterns = [
@@ -18,6 +18,7 @@ urlpatterns = [
     path("projects/<int:pk>/", lead.project_detail, name="project-detail"),
     path("projects/<int:pk>/settings/", lead.project_settings, name="project-settings"),
     path("projects/<int:pk>/images/", lead.project_images, name="project-images"),
+    path("projects/<int:pk>/data/", data.data_manager, name="data-manager"),
     path("projects/<int:pk>/import/", lead.project_import, name="project-import"),
     path("projects/<int:pk>/imports/<int:batch_id>/", lead.import_report, name="import-report"),
     path("projects/<int:pk>/members/", lead.project_members, name="project-members"),

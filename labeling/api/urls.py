@@ -5,6 +5,7 @@ from rest_framework.routers import DefaultRouter
 
 from .views.auth import ThrottledObtainAuthToken
 from .views.dashboards import ProjectDashboardViewSet
+from .views.data import DataManagerViewSet
 from .views.evaluations import EvaluationGateViewSet, EvaluationViewSet
 from .views.images import ImageViewSet
 from .views.imports import ImportBatchViewSet
@@ -21,6 +22,8 @@ router.register("scales", ScaleViewSet, basename="scale")
 router.register("projects", ProjectViewSet, basename="project")
 # The lead's dashboards under /api/projects/{id}/: api-consensus, api-consensus-images, api-baselines, ...
 router.register("projects", ProjectDashboardViewSet, basename="api")
+# The data manager: /api/projects/{id}/data/ and /api/projects/{id}/data/bulk/
+router.register("projects", DataManagerViewSet, basename="data")
 # A project's dataset releases: /api/projects/{id}/releases/ (release-list, release-detail, release-files, ...)
 router.register(r"projects/(?P<project_pk>[^/.]+)/releases", ReleaseViewSet, basename="release")
 # Fairness evaluation runs (public, for CI): /api/projects/{id}/evaluations/ (evaluation-list, -detail, -report, -gate, ...)

@@ -158,3 +158,41 @@ def test_review_resolves_an_item_and_the_labeler_sees_the_reason(browser, live_s
     labeler_page.keyboard.press("4")
     expect(toast).to_be_hidden()
     assert page_errors == []
+
+
+def test_data_manager_filters_sorts_and_a_bulk_action(page, live_server, study, page_errors, results_dir):
+    from labeling.models import ReviewDecision
+    from tests.labeling.helpers import submit
+
+    project, lab2 = study["project"], study["labelers"][1]
+    cal1 = open_calibration_1(project, size=6, cal1=6, labels_per_image=2)
+    first = cal1.phase_images.order_by("image__external_id").first().image
+    for a in cal1.assignments.select_related("labeler"):
+        submit(cal1, a.labeler, a.image_id, tones=[8 if (a.image_id == first.id and a.labeler == lab2) else 3])
+    sign_in(page, live_server, "lead")
+    page.goto(f"{live_server.url}/projects/{project.id}/")
+    page.click("nav >> text=Data")
+    expect(page.locator("#dm-count")).to_have_text("8 images")
+    page.select_option("select[name=near_consensus]", "false")
+    page.click("#dm-filters button[type=submit]")
+    expect(page.locator("#dm-count")).to_have_text("1 image")
+    row = page.locator(f"tr[data-external-id='{first.external_id}']")
+    expect(row).to_contain_text("L1 ✓")
+    expect(row.locator("img")).to_be_visible()
+    page.click("a:has-text('Reset')")
+    page.click("th a:has-text('Labels')")  # ascending: unlabelled images first
+    page.click("th a:has-text('Labels')")  # descending
+    expect(page.locator("tbody tr").first).to_contain_text("2")
+    page.screenshot(path=str(results_dir / "lead-data-manager.png"), full_page=True)
+    page.select_option("select[name=phase]", str(cal1.id))
+    page.fill("input[name=search]", first.external_id)
+    page.click("#dm-filters button[type=submit]")
+    expect(page.locator("#dm-count")).to_have_text("1 image")
+    page.check(f"input[name=image_ids][value='{first.id}']")
+    page.select_option("select[name=action]", "accept")
+    page.fill("#dm-bulk input[name=reason]", "checked by eye")
+    page.click("#dm-bulk button[type=submit]")
+    expect(page.locator(".messages")).to_contain_text("1 image(s) marked accepted as labelled.")
+    expect(page.locator(f"tr[data-external-id='{first.external_id}'] td").last).to_have_text("accepted")
+    assert ReviewDecision.objects.get(image=first).note == "checked by eye"
+    assert page_errors == []

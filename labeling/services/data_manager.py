@@ -1,0 +1,544 @@
+"""The data manager: one table of a project's images, filtered, searched, sorted and paged in the
+database, with bulk actions. The page (``views.data``) and the API (``/api/projects/{id}/data/``)
+read the same parameters here, so a filter means the same in both.
+
+Speed at 100,000 images: filters on the images themselves are SQL (``EXISTS`` on indexed columns);
+filters and sorts on label statistics (number of labels, mean, range, near consensus) use per-image
+statistics from one GROUP BY over the labels, cached until a label changes, with NumPy over the
+ids; everything else shown for a row (labels, consensus numbers, assignments, baseline, review
+state) is read for the one page only, one query per kind. ``bench/bench_data_manager.py`` measures it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+from django.core.cache import cache
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import Avg, Count, Exists, F, FloatField, Max, Min, OuterRef, Q, QuerySet, Subquery
+
+from ..models import Assignment, Image, ImageBaseline, Label, Membership, Phase, PhaseImage, Project, ReviewDecision
+
+PAGE_SIZE = 50
+MAX_PAGE_SIZE = 200
+MAX_BULK = 10_000
+SEARCH_MAX = 200
+
+#: Sort keys: the column's name in the request and what it sorts by.
+SORTS = {
+    "external_id": "external_id",
+    "created": "id",
+    "n_labels": "n_labels",
+    "mean": "label_mean",
+    "range": "label_range",
+    "ita": "ita",
+}
+REVIEW_STATES = ("open", "accepted", "resolved")
+LABELER_STATUSES = ("pending", "done", "unassigned")
+BULK_ACTIONS = {
+    "relabel": "Send back for relabeling",
+    "calibration_add": "Add to the calibration set",
+    "accept": "Mark reviewed: accepted as labelled",
+    "resolve": "Mark reviewed: resolved",
+}
+
+
+@dataclass
+class DataQuery:
+    """A validated request: the matching images in order, as a queryset (filters and sorts the
+    database does alone) or as ordered ids (sorted or filtered by label statistics)."""
+
+    queryset: QuerySet[Image]
+    chosen: dict[str, str]
+    ordering: str
+    phase: Phase | None
+    ordered_ids: np.ndarray | None = None
+
+    def count(self) -> int:
+        return len(self.ordered_ids) if self.ordered_ids is not None else self.queryset.count()
+
+    def images(self, start: int, stop: int) -> list[Image]:
+        if self.ordered_ids is None:
+            return list(self.queryset[start:stop])
+        ids = [int(i) for i in self.ordered_ids[start:stop]]
+        by_id = self.queryset.model.objects.select_related("subject").in_bulk(ids)
+        return [by_id[i] for i in ids if i in by_id]
+
+
+STATS_CACHE_SECONDS = 24 * 3600
+
+
+def _stats_rows(labels: QuerySet[Label]) -> dict[str, np.ndarray]:
+    rows = list(
+        labels.order_by()
+        .values("image_id")
+        .annotate(n=Count("id"), n_valued=Count("value"), mean=Avg("value"), low=Min("value"), high=Max("value"))
+        .values_list("image_id", "n", "n_valued", "mean", "low", "high")
+        .order_by("image_id")
+    )
+    table = np.array(rows, dtype=float).reshape(-1, 6)
+    return {
+        "image_id": table[:, 0].astype(np.int64),
+        "n_labels": table[:, 1].astype(np.int64),
+        "n_valued": table[:, 2].astype(np.int64),
+        "mean": table[:, 3],
+        "range": table[:, 5] - table[:, 4],
+    }
+
+
+def label_stats(project: Project, phase: Phase | None) -> dict[str, np.ndarray]:
+    """Per labelled image (sorted by id): number of labels, of valid values, mean and range of the
+    values; repeats left out.
+
+    Computed once with one GROUP BY over the labels and cached with the labels' version (their count
+    and latest change). When labels change, only the images whose labels changed since are computed
+    again and patched in (labels are never deleted, only revised), so a lead's page right after a
+    label is submitted costs a small query, not the whole aggregate again.
+    """
+    labels = Label.objects.filter(phase__project_id=project.id, is_repeat=False)
+    if phase is not None:
+        labels = labels.filter(phase_id=phase.id)
+    version = labels.aggregate(n=Count("id"), changed=Max("updated_at"))
+    key = f"fairtone:data-stats:{project.id}:{phase.id if phase else 'all'}"
+    cached = cache.get(key)
+    if cached is not None and cached["version"] == version:
+        return cached["stats"]
+    if cached is None or cached["version"]["changed"] is None or version["changed"] is None:
+        stats = _stats_rows(labels)
+    else:
+        stats = cached["stats"]
+        # ">=": a label changed in the same microsecond as the cached latest one is computed again too.
+        changed_images = labels.filter(updated_at__gte=cached["version"]["changed"]).values("image_id")
+        fresh = _stats_rows(labels.filter(image_id__in=changed_images))
+        at = np.searchsorted(stats["image_id"], fresh["image_id"])
+        present = at < len(stats["image_id"])
+        present[present] = stats["image_id"][at[present]] == fresh["image_id"][present]
+        stats = {name: values.copy() for name, values in stats.items()}
+        for name in stats:
+            stats[name][at[present]] = fresh[name][present]
+        if (~present).any():
+            stats = {name: np.insert(stats[name], at[~present], fresh[name][~present]) for name in stats}
+    cache.set(key, {"version": version, "stats": stats}, STATS_CACHE_SECONDS)
+    return stats
+
+
+def _int_param(params, name: str, *, minimum: int = 0, maximum: int = 10**6) -> int | None:
+    raw = (params.get(name) or "").strip()
+    if not raw:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValidationError({name: "A whole number."}) from None
+    if not minimum <= value <= maximum:
+        raise ValidationError({name: f"Between {minimum} and {maximum}."})
+    return value
+
+
+def data_query(project: Project, params) -> DataQuery:
+    """The images matching ``params`` (a QueryDict or dict), sorted; ``ValidationError`` on a bad value.
+
+    Parameters (all optional): ``search`` (part of the image's or subject's own id, or file name),
+    ``phase`` (phase id), ``labeler`` (membership id) and ``labeler_status`` (pending, done,
+    unassigned: the labeler's assignment of the image, any labeler when none is chosen),
+    ``min_labels``/``max_labels``, ``near_consensus`` (true/false: all values within one tone),
+    ``review`` (open, accepted, resolved), ``baseline_flag`` (a flag name, ``none`` for clean, or
+    ``missing``), ``attr`` (``key:value``, repeatable), ``ordering`` (a key of ``SORTS``, ``-`` for
+    descending).
+    """
+    from . import baselines as baseline_services
+
+    chosen: dict[str, str] = {}
+    qs = project.images.select_related("subject")
+    phase = None
+    if phase_id := _int_param(params, "phase", minimum=1, maximum=2**62):
+        phase = project.phases.filter(pk=phase_id).first()
+        if phase is None:
+            raise ValidationError({"phase": "No such phase in this project."})
+        qs = qs.filter(Exists(PhaseImage.objects.filter(phase_id=phase.id, image_id=OuterRef("pk"))))
+        chosen["phase"] = str(phase.id)
+    if search := (params.get("search") or "").strip()[:SEARCH_MAX]:
+        qs = qs.filter(
+            Q(external_id__icontains=search)
+            | Q(subject__external_id__icontains=search)
+            | Q(original_filename__icontains=search)
+        )
+        chosen["search"] = search
+    assignments = Assignment.objects.filter(image_id=OuterRef("pk"))
+    if phase is not None:
+        assignments = assignments.filter(phase_id=phase.id)
+    if labeler_id := _int_param(params, "labeler", minimum=1, maximum=2**62):
+        if not project.memberships.filter(pk=labeler_id, role=Membership.Role.LABELER).exists():
+            raise ValidationError({"labeler": "No such labeler in this project."})
+        assignments = assignments.filter(labeler_id=labeler_id)
+        chosen["labeler"] = str(labeler_id)
+    status = (params.get("labeler_status") or "").strip()
+    if status:
+        if status not in LABELER_STATUSES:
+            raise ValidationError({"labeler_status": f"One of: {', '.join(LABELER_STATUSES)}."})
+        if status == "pending":
+            qs = qs.filter(Exists(assignments.filter(done_at__isnull=True)))
+        elif status == "done":
+            qs = qs.filter(Exists(assignments)).exclude(Exists(assignments.filter(done_at__isnull=True)))
+        else:
+            qs = qs.exclude(Exists(assignments))
+        chosen["labeler_status"] = status
+    elif "labeler" in chosen:
+        qs = qs.filter(Exists(assignments))
+
+    ordering = (params.get("ordering") or "external_id").strip()
+    key = ordering.removeprefix("-")
+    if key not in SORTS:
+        raise ValidationError({"ordering": f"One of: {', '.join(SORTS)} (with - for descending)."})
+    min_labels = _int_param(params, "min_labels")
+    max_labels = _int_param(params, "max_labels")
+    near = (params.get("near_consensus") or "").strip().lower()
+    if near and near not in ("true", "false"):
+        raise ValidationError({"near_consensus": "true or false."})
+    if min_labels is not None:
+        chosen["min_labels"] = str(min_labels)
+    if max_labels is not None:
+        chosen["max_labels"] = str(max_labels)
+    if near:
+        chosen["near_consensus"] = near
+    by_stats = min_labels is not None or max_labels is not None or near or key in ("n_labels", "mean", "range")
+
+    review = (params.get("review") or "").strip()
+    if review:
+        if review not in REVIEW_STATES:
+            raise ValidationError({"review": f"One of: {', '.join(REVIEW_STATES)}."})
+        decisions = ReviewDecision.objects.filter(image_id=OuterRef("pk"))
+        qs = qs.exclude(Exists(decisions)) if review == "open" else qs.filter(Exists(decisions.filter(state=review)))
+        chosen["review"] = review
+
+    current = baseline_services.baselines_current(project).filter(image_id=OuterRef("pk"))
+    flag = (params.get("baseline_flag") or "").strip()
+    if flag:
+        if flag == "missing":
+            qs = qs.exclude(Exists(current))
+        elif flag == "none":
+            qs = qs.filter(Exists(current.filter(status=ImageBaseline.Status.OK, flags=[])))
+        elif flag in baseline_services.FLAG_NAMES:
+            qs = qs.filter(Exists(current.filter(flags__icontains=f'"{flag}"')))
+        else:
+            raise ValidationError(
+                {"baseline_flag": f"One of: none, missing, {', '.join(baseline_services.FLAG_NAMES)}."}
+            )
+        chosen["baseline_flag"] = flag
+    if key == "ita":
+        qs = qs.annotate(ita=Subquery(current.values("ita_median")[:1], output_field=FloatField()))
+
+    attributes = {}
+    for item in params.getlist("attr") if hasattr(params, "getlist") else params.get("attr", []) or []:
+        if not str(item).strip():
+            continue
+        name, sep, value = str(item).partition(":")
+        name = name.strip()
+        if not sep or not name or not name.replace("_", "").isalnum():
+            raise ValidationError({"attr": "Use key:value with a key of letters, digits and _."})
+        attributes[name] = value.strip()
+    for name, value in attributes.items():
+        # Subject or image attribute, compared as text, and as a number when it is one (the
+        # Images page's rule, selectors.image_filter_by_attributes; services do not import selectors).
+        condition = Q(**{f"subject__attributes__{name}": value}) | Q(**{f"attributes__{name}": value})
+        for cast in (int, float):
+            try:
+                number = cast(value)
+            except ValueError:
+                continue
+            condition |= Q(**{f"subject__attributes__{name}": number}) | Q(**{f"attributes__{name}": number})
+        qs = qs.filter(condition)
+    if attributes:
+        chosen["attr"] = ",".join(f"{k}:{v}" for k, v in attributes.items())
+
+    column = SORTS[key]
+    if by_stats:
+        ids = _filter_and_sort_by_stats(
+            project,
+            phase,
+            qs,
+            key=key,
+            descending=ordering.startswith("-"),
+            min_labels=min_labels,
+            max_labels=max_labels,
+            near=near,
+        )
+        return DataQuery(queryset=qs, chosen=chosen, ordering=ordering, phase=phase, ordered_ids=ids)
+    if column in ("external_id", "id"):
+        order = [F(column).desc() if ordering.startswith("-") else F(column).asc()]
+    else:
+        expression = F(column).desc(nulls_last=True) if ordering.startswith("-") else F(column).asc(nulls_last=True)
+        order = [expression, F("id").asc()]
+    return DataQuery(queryset=qs.order_by(*order), chosen=chosen, ordering=ordering, phase=phase)
+
+
+def _filter_and_sort_by_stats(
+    project: Project,
+    phase: Phase | None,
+    qs: QuerySet[Image],
+    *,
+    key: str,
+    descending: bool,
+    min_labels: int | None,
+    max_labels: int | None,
+    near: str,
+) -> np.ndarray:
+    """The ids of ``qs`` filtered and sorted by label statistics, with NumPy over every image
+    (100,000 ids and four arrays): the database never aggregates per request."""
+    ids = np.fromiter(qs.order_by().values_list("id", flat=True).iterator(chunk_size=20_000), dtype=np.int64)
+    ids.sort()
+    stats = label_stats(project, phase)
+    at = np.searchsorted(stats["image_id"], ids)
+    at = np.minimum(at, max(len(stats["image_id"]) - 1, 0))
+    found = (len(stats["image_id"]) > 0) & (stats["image_id"][at] == ids) if len(ids) else np.zeros(0, bool)
+    n_labels = np.where(found, stats["n_labels"][at] if len(stats["image_id"]) else 0, 0)
+    n_valued = np.where(found, stats["n_valued"][at] if len(stats["image_id"]) else 0, 0)
+    mean = np.where(found, stats["mean"][at] if len(stats["image_id"]) else np.nan, np.nan)
+    spread = np.where(found, stats["range"][at] if len(stats["image_id"]) else np.nan, np.nan)
+    keep = np.ones(len(ids), dtype=bool)
+    if min_labels is not None:
+        keep &= n_labels >= min_labels
+    if max_labels is not None:
+        keep &= n_labels <= max_labels
+    if near:
+        # Near consensus needs two valid values or more; an image with fewer is neither.
+        with np.errstate(invalid="ignore"):
+            keep &= (n_valued >= 2) & ((spread <= 1) if near == "true" else (spread > 1))
+    ids = ids[keep]
+    if key in ("n_labels", "mean", "range"):
+        values = {"n_labels": n_labels, "mean": mean, "range": spread}[key][keep].astype(float)
+        # Missing values last in either direction; ties by id.
+        missing = np.isnan(values)
+        ordered = np.lexsort((ids, -values if descending else values, missing))
+        return ids[ordered]
+    if key in ("external_id", "ita"):
+        # Sorting by a database column: the database orders every id of ``qs`` (one indexed read),
+        # NumPy keeps the filtered ones in that order.
+        column = SORTS[key]
+        order = F(column).desc(nulls_last=True) if descending else F(column).asc(nulls_last=True)
+        ordered = np.fromiter(
+            qs.order_by(order, "id").values_list("id", flat=True).iterator(chunk_size=20_000), dtype=np.int64
+        )
+        return ordered[np.isin(ordered, ids)]
+    return ids[::-1] if descending else ids
+
+
+def _consensus(values: list[float], selections: list[str]) -> dict:
+    """The consensus fields of one image from its valid values (the data card's definitions)."""
+    if not values:
+        return {"mean": None, "std": None, "range": None, "near_consensus": None, "complete_consensus": None}
+    mean = sum(values) / len(values)
+    spread = max(values) - min(values)
+    return {
+        "mean": round(mean, 3),
+        "std": round(math.sqrt(sum((v - mean) ** 2 for v in values) / len(values)), 3),
+        "range": spread,
+        "near_consensus": len(values) >= 2 and spread <= 1,
+        "complete_consensus": len(values) >= 2 and len(set(selections)) == 1,
+    }
+
+
+def data_rows(project: Project, images: list[Image], phase: Phase | None = None) -> list[dict]:
+    """What the table shows for one page of images (one query per kind of fact, never per row)."""
+    from . import baselines as baseline_services
+
+    ids = [image.id for image in images]
+    labels = Label.objects.filter(image_id__in=ids, is_repeat=False)
+    if phase is not None:
+        labels = labels.filter(phase_id=phase.id)
+    by_image: dict[int, list] = defaultdict(list)
+    for row in labels.values_list("image_id", "labeler__pseudonym", "tone_low", "tone_high", "value", "skip_reason"):
+        by_image[row[0]].append(row)
+    assignments = Assignment.objects.filter(image_id__in=ids)
+    if phase is not None:
+        assignments = assignments.filter(phase_id=phase.id)
+    assigned: dict[int, dict[str, bool]] = defaultdict(dict)
+    for image_id, pseudonym, done_at in assignments.order_by("labeler__pseudonym").values_list(
+        "image_id", "labeler__pseudonym", "done_at"
+    ):
+        # Done once any of the labeler's assignments of the image is done.
+        assigned[image_id][pseudonym] = assigned[image_id].get(pseudonym, False) or done_at is not None
+    phases: dict[int, list[str]] = defaultdict(list)
+    for image_id, kind, is_repeat in (
+        PhaseImage.objects.filter(image_id__in=ids)
+        .order_by("phase_id")
+        .values_list("image_id", "phase__kind", "is_repeat")
+    ):
+        phases[image_id].append(Phase.Kind(kind).label + (" (repeat)" if is_repeat else ""))
+    baselines = {
+        b["image_id"]: b
+        for b in baseline_services.baselines_current(project)
+        .filter(image_id__in=ids)
+        .values("image_id", "status", "ita_median", "ita_class", "flags")
+    }
+    decisions = dict(ReviewDecision.objects.filter(image_id__in=ids).values_list("image_id", "state"))
+    rows = []
+    for image in images:
+        image_labels = by_image.get(image.id, [])
+        selections = []
+        values = []
+        for _, _, low, high, value, skip in image_labels:
+            if skip or low is None:
+                continue
+            selections.append(f"{low}+{high}" if high else str(low))
+            if value is not None:
+                values.append(value)
+        baseline = baselines.get(image.id)
+        attributes = {**((image.subject.attributes or {}) if image.subject else {}), **(image.attributes or {})}
+        rows.append(
+            {
+                "id": image.id,
+                "external_id": image.external_id,
+                "thumbnail_url": f"/images/{image.id}/file/thumbnail/",
+                "subject": image.subject.external_id if image.subject else None,
+                "attributes": attributes,
+                "phases": phases.get(image.id, []),
+                "labelers": [{"labeler": k, "done": v} for k, v in assigned.get(image.id, {}).items()],
+                "n_labels": len(image_labels),
+                "labels": [
+                    {"labeler": name, "selection": f"skipped: {skip}" if skip else (f"{lo}+{hi}" if hi else str(lo))}
+                    for _, name, lo, hi, _, skip in image_labels
+                ],
+                **_consensus(values, selections),
+                "baseline": {
+                    "status": baseline["status"],
+                    "ita": None if baseline["ita_median"] is None else round(baseline["ita_median"], 1),
+                    "ita_class": baseline["ita_class"],
+                    "flags": baseline["flags"],
+                }
+                if baseline
+                else None,
+                "review": decisions.get(image.id, "open"),
+            }
+        )
+    return rows
+
+
+def data_page(project: Project, params) -> dict:
+    """One page of the table: ``count``, ``page``, ``n_pages``, ``results`` (``data_rows``), ``chosen``."""
+    query = data_query(project, params)
+    page_size = _int_param(params, "page_size", minimum=1, maximum=MAX_PAGE_SIZE) or PAGE_SIZE
+    page = _int_param(params, "page", minimum=1, maximum=10**7) or 1
+    count = query.count()
+    n_pages = max(1, math.ceil(count / page_size))
+    if page > n_pages:
+        raise ValidationError({"page": f"There are {n_pages} page(s)."})
+    images = query.images((page - 1) * page_size, page * page_size)
+    return {
+        "count": count,
+        "page": page,
+        "n_pages": n_pages,
+        "page_size": page_size,
+        "ordering": query.ordering,
+        "chosen": query.chosen,
+        "results": data_rows(project, images, query.phase),
+    }
+
+
+def _bulk_images(project: Project, image_ids, params) -> list[Image]:
+    if image_ids:
+        try:
+            ids = list(dict.fromkeys(int(i) for i in image_ids))
+        except (TypeError, ValueError):
+            raise ValidationError({"image_ids": "Image ids are whole numbers."}) from None
+        if len(ids) > MAX_BULK:
+            raise ValidationError({"image_ids": f"At most {MAX_BULK:,} images at once."})
+        images = list(project.images.filter(id__in=ids))
+        if len(images) != len(ids):
+            raise ValidationError({"image_ids": "Some images are not in this project."})
+        return images
+    if params is None:
+        raise ValidationError({"image_ids": "Choose images, or apply the action to every image the filters match."})
+    query = data_query(project, params)
+    if query.count() > MAX_BULK:
+        raise ValidationError({"image_ids": f"The filters match more than {MAX_BULK:,} images: narrow them first."})
+    return query.images(0, MAX_BULK)
+
+
+@transaction.atomic
+def data_bulk(
+    *,
+    project: Project,
+    action: str,
+    user,
+    image_ids=None,
+    params=None,
+    reason: str = "",
+    labeler_ids=None,
+) -> dict:
+    """Apply a bulk action to the chosen images (``image_ids``) or to every image the filters match
+    (``params``, at most ``MAX_BULK``). Returns ``{"action", "n_images", "n_changed", "message"}``.
+
+    - ``relabel``: send each image back (post-calibration phase open) to ``labeler_ids``, or to the
+      labelers who labelled it, with ``reason`` (shown to them);
+    - ``calibration_add``: add the images to calibration 1 (before calibration starts), taking them
+      out of the main phase;
+    - ``accept`` / ``resolve``: the post-calibration review's decision on each image.
+    """
+    from .labels import relabel_request
+    from .review_decisions import review_decide
+
+    if action not in BULK_ACTIONS:
+        raise ValidationError({"action": f"One of: {', '.join(BULK_ACTIONS)}."})
+    images = _bulk_images(project, image_ids, params)
+    changed = 0
+    if action == "relabel":
+        chosen = None
+        if labeler_ids:
+            try:
+                wanted = {int(i) for i in labeler_ids}
+            except (TypeError, ValueError):
+                raise ValidationError({"labeler_ids": "Labeler ids are whole numbers."}) from None
+            chosen = list(project.memberships.filter(id__in=wanted, role=Membership.Role.LABELER))
+            if len(chosen) != len(wanted):
+                raise ValidationError({"labeler_ids": "Some are not labelers of this project."})
+        for image in images:
+            labelers = chosen
+            if labelers is None:
+                labelers = list(
+                    Membership.objects.filter(
+                        labels__image=image, labels__is_repeat=False, role=Membership.Role.LABELER
+                    )
+                    .distinct()
+                    .order_by("id")
+                )
+            if labelers:
+                changed += len(relabel_request(image=image, labelers=labelers, reason=reason, user=user))
+        message = f"{changed} relabel request(s) sent for {len(images)} image(s)."
+    elif action == "calibration_add":
+        changed = calibration_add_images(project=project, image_ids=[i.id for i in images])
+        message = f"{changed} image(s) added to calibration 1."
+    else:
+        post = project.phases.get(kind=Phase.Kind.POST_CALIBRATION)
+        state = ReviewDecision.State.ACCEPTED if action == "accept" else ReviewDecision.State.RESOLVED
+        for image in images:
+            review_decide(phase=post, image=image, state=state, user=user, note=reason)
+        changed = len(images)
+        message = f"{changed} image(s) marked {state.label.lower()}."
+    return {"action": action, "n_images": len(images), "n_changed": changed, "message": message}
+
+
+def calibration_add_images(*, project: Project, image_ids: list[int]) -> int:
+    """Add images to calibration 1 before calibration starts; they leave the main phase. Returns how
+    many were added (images already in the calibration set are left as they are)."""
+    cal1 = project.phases.get(kind=Phase.Kind.CALIBRATION_1)
+    cal2 = project.phases.get(kind=Phase.Kind.CALIBRATION_2)
+    main = project.phases.get(kind=Phase.Kind.MAIN)
+    for phase in (cal1, cal2, main):
+        if phase.status != Phase.Status.DRAFT:
+            raise ValidationError(f"{phase.get_kind_display()} has started: the calibration set can no longer change.")
+    already = set(
+        PhaseImage.objects.filter(phase__in=[cal1, cal2], image_id__in=image_ids).values_list("image_id", flat=True)
+    )
+    new = [i for i in image_ids if i not in already]
+    PhaseImage.objects.filter(phase=main, image_id__in=new).delete()
+    PhaseImage.objects.bulk_create([PhaseImage(phase=cal1, image_id=i) for i in new])
+    if new and not cal1.selection_method:
+        cal1.selection_method = cal2.selection_method = "manual"
+        cal1.save(update_fields=["selection_method"])
+        cal2.save(update_fields=["selection_method"])
+    return len(new)
