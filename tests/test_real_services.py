@@ -66,8 +66,15 @@ def make_project():
 
 def test_new_images_get_derivatives_and_baselines_from_the_worker():
     project = make_project()
+    # Skin masks: a plain swatch has no face, and without a mask the baseline measures faces (issue 12).
     images = [
-        image_create_from_bytes(project=project, filename=f"mst5-{i}.png", data=png(MST5, (48 + i, 36)))
+        image_create_from_bytes(
+            project=project,
+            filename=f"mst5-{i}.png",
+            data=png(MST5, (48 + i, 36)),
+            mask_data=png((255, 255, 255), (48 + i, 36)),
+            mask_kind="skin",
+        )
         for i in range(3)
     ]
     ids = [i.id for i in images]
