@@ -7,6 +7,7 @@ from django.http import Http404
 
 from .errors import NotAMember, WrongRole
 from .models import Assignment, Image, ImageBaseline, Label, Membership, Phase, Project, Release
+from .services.attributes import attribute_key_valid  # also used by the API's images filter
 
 MEMBERSHIP_CACHE_SECONDS = 30
 
@@ -109,8 +110,12 @@ def labeler_can_view_image(m: Membership, image_id: int) -> bool:
 
 
 def image_filter_by_attributes(qs: QuerySet[Image], filters: dict[str, str]) -> QuerySet[Image]:
-    """Filter images by subject attribute or image attribute (exact, compared as text)."""
+    """Filter images by subject attribute or image attribute: the one documented operator, equality
+    (compared as text, and as a number when the value is one). A key that is not a plain attribute
+    name (``attribute_key_valid``) matches nothing."""
     for key, value in filters.items():
+        if not attribute_key_valid(key):
+            return qs.none()
         cond = Q(**{f"subject__attributes__{key}": value}) | Q(**{f"attributes__{key}": value})
         # Numbers are stored as numbers in JSON; match them too.
         for cast in (int, float):

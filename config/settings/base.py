@@ -53,6 +53,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # The database unreachable: 503 with Retry-After instead of 500.
+    "labeling.middleware.DatabaseUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -136,7 +138,14 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 50,
     "DEFAULT_FILTER_BACKENDS": [
         "django_filters.rest_framework.DjangoFilterBackend",
-        "rest_framework.filters.OrderingFilter",
+        # DRF's OrderingFilter, with a 400 for a field it cannot sort by (labeling.api.filters).
+        "labeling.api.filters.StrictOrderingFilter",
+    ],
+    # DRF's parsers; JSON nested too deeply is a 400 (labeling.api.parsers).
+    "DEFAULT_PARSER_CLASSES": [
+        "labeling.api.parsers.JSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "labeling.api.errors.exception_handler",

@@ -18,6 +18,14 @@ from ..models import (
     Tone,
 )
 
+#: The largest id the database stores (a 64-bit primary key): a larger one is a 400, not "bigint out of range".
+MAX_ID = 2**63 - 1
+
+
+def id_field(**kwargs) -> serializers.IntegerField:
+    """An object id in a request body: a positive 64-bit integer."""
+    return serializers.IntegerField(min_value=1, max_value=MAX_ID, **kwargs)
+
 
 class ToneSerializer(serializers.ModelSerializer):
     class Meta:
@@ -246,11 +254,11 @@ class LabelerPhaseSerializer(serializers.ModelSerializer):
 
 
 class CalibrationConfigureSerializer(serializers.Serializer):
-    size = serializers.IntegerField(min_value=1, required=False)
-    calibration_1_size = serializers.IntegerField(min_value=1, required=False)
-    n_repeated = serializers.IntegerField(min_value=0, required=False)
+    size = serializers.IntegerField(min_value=1, max_value=MAX_ID, required=False)
+    calibration_1_size = serializers.IntegerField(min_value=1, max_value=MAX_ID, required=False)
+    n_repeated = serializers.IntegerField(min_value=0, max_value=MAX_ID, required=False)
     seed = serializers.IntegerField(min_value=0, max_value=2**62, required=False)
-    image_ids = serializers.ListField(child=serializers.IntegerField(), required=False, max_length=100000)
+    image_ids = serializers.ListField(child=id_field(), required=False, max_length=100000)
     external_ids = serializers.ListField(
         child=serializers.CharField(max_length=200),
         required=False,
@@ -263,7 +271,7 @@ class CalibrationConfigureSerializer(serializers.Serializer):
 
 
 class PhaseOpenSerializer(serializers.Serializer):
-    labeler_ids = serializers.ListField(child=serializers.IntegerField(), required=False)
+    labeler_ids = serializers.ListField(child=id_field(), required=False)
     labels_per_image = serializers.IntegerField(min_value=1, max_value=50, required=False)
 
 
@@ -273,12 +281,16 @@ class LabelsPerImageSerializer(serializers.Serializer):
 
 class LabelSubmitSerializer(serializers.Serializer):
     client_id = serializers.UUIDField()
-    image = serializers.IntegerField()
-    tones = serializers.ListField(child=serializers.IntegerField(), required=False, max_length=2)
+    image = id_field()
+    tones = serializers.ListField(
+        child=serializers.IntegerField(min_value=0, max_value=1000), required=False, max_length=2
+    )
     uncertain = serializers.BooleanField(default=False)
     skip_reason = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
     time_spent_ms = serializers.IntegerField(min_value=0, max_value=6 * 3600 * 1000, default=0)
-    tone_order = serializers.ListField(child=serializers.IntegerField(), required=False, max_length=30)
+    tone_order = serializers.ListField(
+        child=serializers.IntegerField(min_value=0, max_value=1000), required=False, max_length=30
+    )
     client_info = serializers.DictField(required=False)
 
 
@@ -348,14 +360,16 @@ class MyLabelSerializer(LabelSerializer):
 
 
 class CorrectionSerializer(serializers.Serializer):
-    tones = serializers.ListField(child=serializers.IntegerField(), required=False, max_length=2)
+    tones = serializers.ListField(
+        child=serializers.IntegerField(min_value=0, max_value=1000), required=False, max_length=2
+    )
     uncertain = serializers.BooleanField(default=False)
     skip_reason = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
     reason = serializers.CharField(max_length=2000)
 
 
 class RelabelSerializer(serializers.Serializer):
-    labeler_ids = serializers.ListField(child=serializers.IntegerField(), min_length=1)
+    labeler_ids = serializers.ListField(child=id_field(), min_length=1)
     reason = serializers.CharField(max_length=2000)
 
 

@@ -22,6 +22,7 @@ from django.db import transaction
 from django.db.models import Avg, Count, Exists, F, FloatField, Max, Min, OuterRef, Q, QuerySet, Subquery
 
 from ..models import Assignment, Image, ImageBaseline, Label, Membership, Phase, PhaseImage, Project, ReviewDecision
+from .attributes import attribute_key_valid
 
 PAGE_SIZE = 50
 MAX_PAGE_SIZE = 200
@@ -238,8 +239,8 @@ def data_query(project: Project, params) -> DataQuery:
             continue
         name, sep, value = str(item).partition(":")
         name = name.strip()
-        if not sep or not name or not name.replace("_", "").isalnum():
-            raise ValidationError({"attr": "Use key:value with a key of letters, digits and _."})
+        if not sep or not attribute_key_valid(name):
+            raise ValidationError({"attr": "Use key:value (equality only) with a key of letters, digits and single _."})
         attributes[name] = value.strip()
     for name, value in attributes.items():
         # Subject or image attribute, compared as text, and as a number when it is one (the

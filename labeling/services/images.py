@@ -537,11 +537,15 @@ def image_open_oriented_rgb(image: Image, *, max_side: int | None = None) -> PIL
 
 
 def _jpeg_bytes(img: PILImage.Image, *, max_side: int, quality: int) -> bytes:
+    """A derivative carries pixels only: Pillow copies the original's JPEG comment (``info["comment"]``)
+    into a new JPEG unless told otherwise, and a comment or other metadata could let a blind labeler
+    match the photo against a known dataset."""
+    img = img.copy()
+    img.info = {}
     if max(img.size) > max_side:
-        img = img.copy()
         img.thumbnail((max_side, max_side), PILImage.Resampling.LANCZOS)
     buffer = io.BytesIO()
-    img.save(buffer, format="JPEG", quality=quality, optimize=True)
+    img.save(buffer, format="JPEG", quality=quality, optimize=True, comment=b"", exif=b"")
     return buffer.getvalue()
 
 

@@ -511,7 +511,7 @@ def reflection_submit(*, phase: Phase, labeler: Membership, skipped: bool = Fals
     if not phase.assignments.filter(labeler=labeler).exists():
         raise PermissionDenied("You did not take part in this phase.")
     biases = fields.get("biases_noticed") or []
-    if not isinstance(biases, list) or any(b not in BIAS_FACTORS for b in biases):
+    if not isinstance(biases, list) or any(not isinstance(b, str) or b not in BIAS_FACTORS for b in biases):
         raise ValidationError({"biases_noticed": f"Choose among: {', '.join(BIAS_FACTORS)}."})
     minutes = fields.get("minutes_taken")
     if minutes is not None and minutes != "":

@@ -62,7 +62,9 @@ def image_file(request, pk: int, kind: str):
     except FileNotFoundError:
         raise Http404 from None
     content_type = "image/png" if kind == "mask" else ("image/jpeg" if kind != "original" else None)
-    response = FileResponse(handle, content_type=content_type)
+    # An opaque served name: the stored one carries the original's SHA-256, which would let a labeler
+    # match the photo against known datasets.
+    response = FileResponse(handle, content_type=content_type, filename=f"image-{image.id}-{kind}")
     response["Cache-Control"] = "private, max-age=3600"
     response["X-Content-Type-Options"] = "nosniff"
     if kind == "original":

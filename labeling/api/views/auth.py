@@ -7,6 +7,7 @@ from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
 
 from ...signin import signin_failed, signin_locked, signin_succeeded
+from .. import parsers
 
 
 class ThrottledObtainAuthToken(ObtainAuthToken):
@@ -14,6 +15,7 @@ class ThrottledObtainAuthToken(ObtainAuthToken):
     NUM_PROXIES) and the sign-in page's per-username brake on password guessing (``labeling.signin``):
     429 while either holds."""
 
+    parser_classes = parsers.DEFAULT  # ObtainAuthToken names DRF's own JSONParser
     throttle_classes = [ScopedRateThrottle]
     throttle_scope = "login"
 

@@ -60,7 +60,7 @@ class ProjectViewSet(
     @extend_schema(
         parameters=[
             OpenApiParameter("subject", str, description="Subject id"),
-            OpenApiParameter("attr", str, description="Attribute filter key:value (repeatable)"),
+            OpenApiParameter("attr", str, description="Attribute filter key:value, equality only (repeatable)"),
             OpenApiParameter("phase", int, description="Only images of this phase"),
             OpenApiParameter("search", str, description="Part of the image's own id or file name"),
         ],
@@ -82,8 +82,10 @@ class ProjectViewSet(
         filters = {}
         for item in request.query_params.getlist("attr"):
             key, sep, value = item.partition(":")
-            if not sep or not key.replace("_", "").isalnum():
-                raise ValidationError({"attr": "Use attr=key:value with a key of letters, digits and _."})
+            if not sep or not selectors.attribute_key_valid(key):
+                raise ValidationError(
+                    {"attr": "Use attr=key:value (equality only) with a key of letters, digits and single _."}
+                )
             filters[key] = value
         qs = selectors.image_filter_by_attributes(qs, filters)
         page = self.paginate_queryset(qs)

@@ -75,7 +75,10 @@ def parse_cell(text: str) -> str | int | float | None:
     if not value:
         return None
     if _INT.fullmatch(value):
-        return int(value)
+        try:
+            return int(value)
+        except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits): kept as text
+            return value
     if _FLOAT.fullmatch(value):
         number = float(value)
         return number if math.isfinite(number) else value
@@ -174,6 +177,9 @@ def _parse_jsonl(text: str, name: str) -> list[ManifestRow]:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             rows.append(ManifestRow(number, {}, f"the line is not valid JSON ({exc.msg})"))
+            continue
+        except (ValueError, RecursionError):  # an integer of 4,300+ digits; nesting too deep to decode
+            rows.append(ManifestRow(number, {}, "the line is not valid JSON (a number too long or nesting too deep)"))
             continue
         if not isinstance(record, dict):
             rows.append(ManifestRow(number, {}, "the line is not a JSON object"))

@@ -1,0 +1,43 @@
+"""The database is unreachable: answer 503 with ``Retry-After``, not 500.
+
+A PostgreSQL restart or failover makes every query fail for a few seconds with ``OperationalError``
+(or ``InterfaceError`` on a connection that died). That is not a bug in the request: the client
+should retry, and the labeling page does. The answer is built without touching the database (no
+session, no user): JSON for the API, a small self-refreshing page otherwise.
+"""
+
+import logging
+
+from django.db import InterfaceError, OperationalError
+from django.http import HttpResponse, JsonResponse
+from django.template.loader import render_to_string
+
+logger = logging.getLogger(__name__)
+
+#: Seconds a client is asked to wait before retrying.
+RETRY_AFTER_SECONDS = 5
+
+
+def database_unavailable(request) -> HttpResponse:
+    if request.path.startswith("/api/") or "application/json" in request.headers.get("Accept", ""):
+        response = JsonResponse({"detail": "The database is unavailable just now; retry shortly."}, status=503)
+    else:
+        response = HttpResponse(render_to_string("errors/503.html"), status=503)
+    response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+class DatabaseUnavailableMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        if isinstance(exception, OperationalError | InterfaceError):
+            # The kind of error only: a driver's message can name the host and the user.
+            logger.warning("database unavailable (%s): %s answered 503", type(exception).__name__, request.path)
+            return database_unavailable(request)
+        return None
