@@ -267,6 +267,7 @@ def data_query(project: Project, params) -> DataQuery:
             min_labels=min_labels,
             max_labels=max_labels,
             near=near,
+            every_image=not (set(chosen) - {"min_labels", "max_labels", "near_consensus"}),
         )
         return DataQuery(queryset=qs, chosen=chosen, ordering=ordering, phase=phase, ordered_ids=ids)
     if column in ("external_id", "id"):
@@ -275,6 +276,27 @@ def data_query(project: Project, params) -> DataQuery:
         expression = F(column).desc(nulls_last=True) if ordering.startswith("-") else F(column).asc(nulls_last=True)
         order = [expression, F("id").asc()]
     return DataQuery(queryset=qs.order_by(*order), chosen=chosen, ordering=ordering, phase=phase)
+
+
+def _image_ids(project: Project, qs: QuerySet[Image], ordering_key: str, *, every_image: bool) -> np.ndarray:
+    """The ids of ``qs`` in its order (``"id"``: sorted by id). Every image of the project, in a
+    given order, is cached until an image is added or removed (their count and largest id): a
+    100,000-row read is then not repeated on each page."""
+
+    def read(rows) -> np.ndarray:
+        return np.fromiter(rows.values_list("id", flat=True).iterator(chunk_size=20_000), dtype=np.int64)
+
+    if ordering_key == "id":
+        qs = qs.order_by("id")
+    if not every_image or ordering_key.removeprefix("-") == "ita":  # ITA changes without images changing
+        return read(qs)
+    version = project.images.aggregate(n=Count("id"), last=Max("id"))
+    key = f"fairtone:data-ids:{project.id}:{ordering_key}:{version['n']}:{version['last']}"
+    ids = cache.get(key)
+    if ids is None:
+        ids = read(qs)
+        cache.set(key, ids, STATS_CACHE_SECONDS)
+    return ids
 
 
 def _filter_and_sort_by_stats(
@@ -287,11 +309,12 @@ def _filter_and_sort_by_stats(
     min_labels: int | None,
     max_labels: int | None,
     near: str,
+    every_image: bool = False,
 ) -> np.ndarray:
     """The ids of ``qs`` filtered and sorted by label statistics, with NumPy over every image
     (100,000 ids and four arrays): the database never aggregates per request."""
-    ids = np.fromiter(qs.order_by().values_list("id", flat=True).iterator(chunk_size=20_000), dtype=np.int64)
-    ids.sort()
+    # ``every_image``: no filter on the images themselves, so the project's ids (cached) will do.
+    ids = _image_ids(project, qs, "id", every_image=every_image)
     stats = label_stats(project, phase)
     at = np.searchsorted(stats["image_id"], ids)
     at = np.minimum(at, max(len(stats["image_id"]) - 1, 0))
@@ -321,9 +344,8 @@ def _filter_and_sort_by_stats(
         # NumPy keeps the filtered ones in that order.
         column = SORTS[key]
         order = F(column).desc(nulls_last=True) if descending else F(column).asc(nulls_last=True)
-        ordered = np.fromiter(
-            qs.order_by(order, "id").values_list("id", flat=True).iterator(chunk_size=20_000), dtype=np.int64
-        )
+        ordering_key = ("-" if descending else "") + key
+        ordered = _image_ids(project, qs.order_by(order, "id"), ordering_key, every_image=every_image)
         return ordered[np.isin(ordered, ids)]
     return ids[::-1] if descending else ids
 

@@ -52,6 +52,11 @@ def test_filters_sorts_and_paging_are_the_same_in_page_and_api(project, lead, cl
     assert api.get(url, {"ordering": "-range"}).json()["results"][0]["id"] == world["far"]
     ids = [r["external_id"] for r in api.get(url, {"ordering": "-external_id"}).json()["results"]]
     assert ids == sorted(ids, reverse=True)
+    # A label-statistics filter keeps the database's order by the image's own id.
+    ids = [r["external_id"] for r in api.get(url, {"min_labels": 1, "ordering": "-external_id"}).json()["results"]]
+    assert len(ids) == 4 and ids == sorted(ids, reverse=True)
+    ids = [r["external_id"] for r in api.get(url, {"max_labels": 0}).json()["results"]]
+    assert len(ids) == 8 and ids == sorted(ids)
     # Bad input: 400 with plain words, never a 500.
     for bad in (
         {"ordering": "password"},
