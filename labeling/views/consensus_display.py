@@ -64,7 +64,8 @@ def _agreement_cell(summary: dict, path: tuple[str, ...]) -> dict:
     cell = summary["agreement"]
     for key in path:
         cell = cell[key]
-    return cell
+    interval = (summary.get("agreement_intervals") or {}).get(path[0]) if len(path) == 1 else None
+    return {**cell, **interval} if interval else cell  # a rate's Wilson interval (low, high, n)
 
 
 def comparison_rows(phases: list[dict]) -> list[dict]:

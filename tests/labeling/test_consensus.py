@@ -283,3 +283,18 @@ def test_deleting_labels_changes_the_version(project, labelers):
     assert phase.id not in svc.phase_versions(project)  # no labels left: no version
     submit(phase, a.labeler, a.image_id, tones=[4])  # same second as before is possible: the counter differs
     assert svc.phase_versions(project)[phase.id] != before
+
+
+def test_rates_carry_their_wilson_interval(client, lead, project, cal1):
+    from metrics.intervals import wilson_interval
+
+    selected = _api(client, lead, project, cal1)["selected"]
+    near = selected["agreement"]["near_consensus"]
+    interval = selected["agreement_intervals"]["near_consensus"]
+    n = selected["n_images_2plus"]
+    assert interval["n"] == n == 8
+    low, high = wilson_interval(round(near["value"] * n), n)
+    assert (interval["low"], interval["high"]) == (pytest.approx(low, abs=1e-6), pytest.approx(high, abs=1e-6))
+    assert interval["low"] <= near["value"] <= interval["high"]
+    page = _client(client, lead).get(f"/projects/{project.pk}/consensus/?phase={cal1.pk}").content.decode()
+    assert f"[{round(interval['low'] * 100)}–{round(interval['high'] * 100)}%]" in page

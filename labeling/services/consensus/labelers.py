@@ -9,10 +9,11 @@ import numpy as np
 import pandas as pd
 
 from metrics import agreement
+from metrics.intervals import wilson_interval
 
 from ...models import Label, Phase, Project
 from .loading import PhaseLabels, distribution, value_categories
-from .numbers import MIN_IMAGES, json_clean, num, stat, too_little
+from .numbers import CONFIDENCE, MIN_IMAGES, json_clean, num, stat, too_little
 
 # --------------------------------------------------------------------------
 # Per labeler, one phase
@@ -59,6 +60,14 @@ def labelers_statistics(
     ]
 
 
+def _share(hits: int, n: int, reason: str | None) -> dict:
+    """``hits / n`` as a stat with its Wilson 95% interval (``low``, ``high``) and ``n``."""
+    if not n:
+        return stat(math.nan, reason or "nothing to count", n=0)
+    low, high = wilson_interval(hits, n, CONFIDENCE)
+    return stat(hits / n, reason, low=None if reason else num(low), high=None if reason else num(high), n=n)
+
+
 def _workload(data: PhaseLabels, labeler_id: int) -> dict:
     """Labels, skips, repeats, uncertain answers and time of one labeler (every label row)."""
     rows = data.row_labeler == labeler_id
@@ -69,8 +78,9 @@ def _workload(data: PhaseLabels, labeler_id: int) -> dict:
         "n_skips": int((rows & data.row_skip).sum()),
         "n_repeats": int((rows & data.row_repeat).sum()),
         "n_uncertain": int((answered & data.row_uncertain).sum()),
-        "uncertain_rate": stat(
-            data.row_uncertain[answered].mean() if answered.any() else math.nan,
+        "uncertain_rate": _share(
+            int((answered & data.row_uncertain).sum()),
+            int(answered.sum()),
             None if answered.any() else "no answered image",
         ),
         "median_seconds": num(np.median(data.row_seconds[rows]), 2) if rows.any() else None,
@@ -151,8 +161,8 @@ def _retest_block(round1: list[float], round2: list[float], categories: np.ndarr
     reason = None if result.n >= MIN_IMAGES else too_little(result.n, "labelled in both calibrations")
     return {
         "n": result.n,
-        "exact": stat(result.exact, reason),
-        "within_one": stat(result.within_one, reason),
+        "exact": _share(round(result.exact * result.n) if result.n else 0, result.n, reason),
+        "within_one": _share(round(result.within_one * result.n) if result.n else 0, result.n, reason),
         "weighted_kappa": stat(result.weighted_kappa, reason),
         "mean_shift": stat(result.mean_shift, reason),
     }

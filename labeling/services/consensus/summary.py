@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from metrics import agreement
+from metrics.intervals import wilson_interval
 
 from ...models import Phase
 from .labelers import labelers_statistics
@@ -55,6 +56,7 @@ def phase_summary_compute(phase: Phase, *, n_tones: int, allow_pairs: bool = Tru
     summary = {
         **_counts(phase, data, invalid_cells, n_images_2plus),
         "agreement": _agreement_block(table, values.T, several, reason),
+        "agreement_intervals": _rate_intervals(table, several, reason),
         **_spread(table, values.T, several),
         "label_distribution": _label_distribution(data, values, invalid_cells, categories, n_tones),
         "kappa": _kappa_block(values.T, data.labeler_ids.tolist(), categories),
@@ -99,6 +101,7 @@ def _all_images_agreement(phase: Phase, data: PhaseLabels) -> dict | None:
         "n_images_2plus": n_images_2plus,
         "n_new_images": int(data.image_ids.size),
         "agreement": _agreement_block(table, values.T, several, reason),
+        "agreement_intervals": _rate_intervals(table, several, reason),
         "definition": (
             "all calibration-2 images, the repeated calibration-1 images included (each labeler's "
             "calibration-2 label); the phase's other numbers cover the new images only"
@@ -143,6 +146,25 @@ def _agreement_block(table: pd.DataFrame, reliability: np.ndarray, several: np.n
         "alpha": _alpha_block(counts, domain, n_images_2plus),
         "fleiss_kappa": _fleiss(counts, n_images_2plus),
     }
+
+
+def _rate_intervals(table: pd.DataFrame, several: np.ndarray, reason: str | None) -> dict:
+    """Wilson 95% intervals of the consensus rates (shares of images; 18 of 29 is 44-77%, issue 12).
+
+    Kept beside ``agreement`` rather than in it: the release's data card recomputes
+    that block in chunks and checks it equal to this one.
+    """
+    n = int(several.sum())
+    intervals = {}
+    for column in ("near_consensus", "overlap_consensus", "complete_consensus"):
+        hits = int(table[column].to_numpy()[several].sum())
+        low, high = wilson_interval(hits, n, CONFIDENCE) if n and reason is None else (None, None)
+        intervals[column] = {
+            "low": None if low is None else num(low),
+            "high": None if high is None else num(high),
+            "n": n,
+        }
+    return intervals
 
 
 def _alpha_block(counts: np.ndarray, domain: np.ndarray, n_images: int) -> dict:
