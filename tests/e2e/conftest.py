@@ -38,7 +38,8 @@ def browser():
 
 @pytest.fixture
 def page_errors() -> list[str]:
-    """Uncaught JavaScript errors in the page during the test (a test should end with none)."""
+    """Uncaught JavaScript errors and Content-Security-Policy refusals in the page during the test (a test
+    should end with none)."""
     return []
 
 
@@ -49,6 +50,11 @@ def page(browser, page_errors):
     context.set_default_timeout(10_000)
     page = context.new_page()
     page.on("pageerror", lambda exc: page_errors.append(str(exc)))
+    # A resource or script the Content-Security-Policy refused (labeling.middleware) is an error too.
+    page.on(
+        "console",
+        lambda msg: page_errors.append(msg.text) if "Content Security Policy" in msg.text else None,
+    )
     yield page
     context.close()
 
