@@ -14,6 +14,7 @@ come from ``release_info`` and the phases' own rows), lists are sorted, floats r
 from __future__ import annotations
 
 import json
+from array import array
 from collections import Counter
 from typing import Any
 
@@ -44,6 +45,8 @@ NUMERIC_BINS = 8
 #: Images listed per kind of change since the previous release (the counts are complete).
 MAX_CHANGES_LISTED = 20
 NOT_RECORDED = "(not recorded)"
+#: Subjects read per round trip for the composition (streamed: never every subject at once).
+SUBJECT_ROWS = 2000
 NO_SUBJECT = "(no subject)"
 
 ALPHA_READINGS = {
@@ -274,27 +277,64 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and np.isfinite(value)
 
 
-def _attribute(key: str, subjects: list[tuple[int, dict]], images_of: dict[int, int]) -> dict[str, Any]:
+class _AttributeTally:
+    """One subject attribute over the subjects, streamed by id: subjects and images per distinct value.
+
+    Nothing per subject is kept but the recorded numbers while the attribute may be numeric (8 bytes each,
+    in subject order, so that their mean is summed as before)."""
+
+    def __init__(self) -> None:
+        self.by_value: dict[tuple[str, str], list] = {}  # (type, JSON) -> [a value, subjects, their images]
+        self.numbers = array("d")
+        self.numeric = True
+        self.n_recorded = 0
+        self.n_images_recorded = 0
+
+    def add(self, value: Any, n_images: int) -> None:
+        if value is None:
+            return
+        self.n_recorded += 1
+        self.n_images_recorded += n_images
+        if self.numeric:
+            if _is_number(value):
+                self.numbers.append(float(value))
+            else:
+                self.numeric, self.numbers = False, array("d")
+        # The type too: True and 1 are equal keys in Python but different values here.
+        key = (type(value).__name__, json.dumps(value, sort_keys=True))
+        entry = self.by_value.get(key)
+        if entry is None:
+            self.by_value[key] = [value, 1, n_images]
+        else:
+            entry[1] += 1
+            entry[2] += n_images
+
+
+def _attribute(key: str, tally: _AttributeTally, n_subjects: int, n_images_of_subjects: int) -> dict[str, Any]:
     """One subject attribute: subjects (people) per value with share and interval, and their images."""
-    n_subjects = len(subjects)
-    values = {sid: attrs.get(key) for sid, attrs in subjects}
-    recorded = {sid: v for sid, v in values.items() if v is not None}
-    numeric = bool(recorded) and all(_is_number(v) for v in recorded.values())
-    distinct = {float(v) if numeric else _value_text(v) for v in recorded.values()}
+    values = list(tally.by_value.values())
+    numeric = tally.n_recorded > 0 and tally.numeric
+    distinct = {float(v) if numeric else _value_text(v) for v, _, _ in values}
     result: dict[str, Any] = {
         "key": key,
         "kind": "numeric" if numeric else "categorical",
         "n_subjects": n_subjects,
-        "n_recorded": len(recorded),
+        "n_recorded": tally.n_recorded,
         "n_distinct": len(distinct),
         "values": [],
         "other": None,
         "summary": None,
     }
-    groups: dict[str, list[int]] = {}
+    groups: dict[str, list[int]] = {}  # label -> [subjects, images]
     order: dict[str, tuple] = {}
+
+    def add(label: str, n: int, images: int) -> None:
+        group = groups.setdefault(label, [0, 0])
+        group[0] += n
+        group[1] += images
+
     if numeric:
-        numbers = np.array([float(v) for v in recorded.values()])
+        numbers = np.frombuffer(tally.numbers, dtype=np.float64)
         result["summary"] = {
             "min": float(numbers.min()),
             "median": float(np.median(numbers)),
@@ -303,45 +343,44 @@ def _attribute(key: str, subjects: list[tuple[int, dict]], images_of: dict[int, 
         }
     if numeric and len(distinct) > MAX_NUMERIC_LEVELS:
         edges = np.histogram_bin_edges(numbers, bins=NUMERIC_BINS)
-        for sid, v in recorded.items():
+        for v, n, images in values:
             i = min(int(np.searchsorted(edges, float(v), side="right")) - 1, NUMERIC_BINS - 1)
             last = i == NUMERIC_BINS - 1
             label = f"[{edges[i]:.4g}, {edges[i + 1]:.4g}{']' if last else ')'}"
-            groups.setdefault(label, []).append(sid)
+            add(label, n, images)
             order[label] = (0, float(edges[i]))
     else:
-        for sid, v in recorded.items():
+        for v, n, images in values:
             label = _value_text(float(v)) if numeric else _value_text(v)
-            groups.setdefault(label, []).append(sid)
+            add(label, n, images)
             order[label] = (0, float(v)) if numeric else (0, label)
     labels = sorted(groups, key=lambda g: order[g])
     if not numeric and len(labels) > MAX_LEVELS:
-        labels = sorted(groups, key=lambda g: (-len(groups[g]), g))
+        labels = sorted(groups, key=lambda g: (-groups[g][0], g))
         kept, rest = labels[:MAX_LEVELS], labels[MAX_LEVELS:]
-        others = [sid for g in rest for sid in groups[g]]
         result["other"] = {
             "n_values": len(rest),
-            "n_images": sum(images_of.get(sid, 0) for sid in others),
-            "share": proportion(len(others), n_subjects),
+            "n_images": sum(groups[g][1] for g in rest),
+            "share": proportion(sum(groups[g][0] for g in rest), n_subjects),
         }
         labels = kept
     rows = [
         {
             "value": label,
             "missing": False,
-            "n_images": sum(images_of.get(sid, 0) for sid in groups[label]),
-            "share": proportion(len(groups[label]), n_subjects),
+            "n_images": groups[label][1],
+            "share": proportion(groups[label][0], n_subjects),
         }
         for label in labels
     ]
-    missing = [sid for sid, v in values.items() if v is None]
-    if missing:
+    n_missing = n_subjects - tally.n_recorded
+    if n_missing:
         rows.append(
             {
                 "value": NOT_RECORDED,
                 "missing": True,
-                "n_images": sum(images_of.get(sid, 0) for sid in missing),
-                "share": proportion(len(missing), n_subjects),
+                "n_images": n_images_of_subjects - tally.n_images_recorded,
+                "share": proportion(n_missing, n_subjects),
             }
         )
     result["values"] = rows
@@ -352,20 +391,31 @@ def _composition(project: Project) -> dict[str, Any]:
     n_images = Image.objects.filter(project=project).count()
     per_subject = dict(
         Image.objects.filter(project=project, subject__isnull=False)
+        .order_by()
         .values_list("subject_id")
         .annotate(n=Count("id"))
         .values_list("subject_id", "n")
     )
-    subjects = [
-        (sid, attrs if isinstance(attrs, dict) else {})
-        for sid, attrs in Subject.objects.filter(project=project).order_by("id").values_list("id", "attributes")
-    ]
-    keys = sorted({key for _, attrs in subjects for key in attrs})
-    counts = np.array([per_subject.get(sid, 0) for sid, _ in subjects if per_subject.get(sid, 0)])
+    tallies: dict[str, _AttributeTally] = {}
+    images_per_subject = array("q")  # of the subjects with images, in subject order
+    n_subjects = n_images_of_subjects = 0
+    rows = Subject.objects.filter(project=project).order_by("id").values_list("id", "attributes")
+    for sid, attrs in rows.iterator(chunk_size=SUBJECT_ROWS):
+        n_subjects += 1
+        n = per_subject.get(sid, 0)
+        n_images_of_subjects += n
+        if n:
+            images_per_subject.append(n)
+        for key, value in (attrs if isinstance(attrs, dict) else {}).items():
+            tally = tallies.get(key)
+            if tally is None:
+                tally = tallies[key] = _AttributeTally()
+            tally.add(value, n)
+    counts = np.frombuffer(images_per_subject, dtype=np.int64)
     n_with_subject = int(counts.sum()) if counts.size else 0
     return {
         "n_images": n_images,
-        "n_subjects": len(subjects),
+        "n_subjects": n_subjects,
         "n_subjects_with_images": int(counts.size),
         "n_images_with_subject": n_with_subject,
         "n_images_without_subject": n_images - n_with_subject,
@@ -375,7 +425,7 @@ def _composition(project: Project) -> dict[str, Any]:
             else None
         ),
         "attribute_unit": "subjects (people); each value's images are counted alongside",
-        "attributes": [_attribute(key, subjects, per_subject) for key in keys],
+        "attributes": [_attribute(key, tallies[key], n_subjects, n_images_of_subjects) for key in sorted(tallies)],
     }
 
 
@@ -386,7 +436,10 @@ def _profile_counts(values: list[str]) -> list[dict[str, Any]]:
 
 def _team(project: Project) -> dict[str, Any]:
     """The labelers who labelled, summarised (never per person): how many, and their profiles' values."""
-    labelled = set(Label.objects.filter(phase__project=project).values_list("labeler_id", flat=True).distinct())
+    # order_by(): Label's default ordering would join the DISTINCT (one row per label, not per labeler).
+    labelled = set(
+        Label.objects.filter(phase__project=project).order_by().values_list("labeler_id", flat=True).distinct()
+    )
     rows = list(
         Membership.objects.filter(project=project, id__in=labelled).values_list(
             "gender", "region_of_upbringing", "expertise"
@@ -517,7 +570,7 @@ def _phase_agreement(phase: Phase) -> dict[str, Any]:
 
 
 def _agreement(project: Project, phases: list[Phase]) -> dict[str, Any]:
-    with_labels = set(Label.objects.filter(phase__in=phases).values_list("phase_id", flat=True).distinct())
+    with_labels = set(Label.objects.filter(phase__in=phases).order_by().values_list("phase_id", flat=True).distinct())
     rows = []
     for phase in phases:
         if phase.id in with_labels:
