@@ -191,6 +191,7 @@ def dashboard_context(dashboard: dict) -> dict:
         "phases": phases,
         "comparison": comparison_rows(phases),
         "calibration_2": calibration_2_rows(phases),
+        "rate_comparisons": dashboard.get("rate_comparisons", []),
         "distribution": distribution_rows(phases, {t["position"]: t for t in dashboard["project"]["tones"]}),
         "drift_rows": drift_rows(dashboard["labelers"], phases),
         "plot_names": plots.PLOTS,

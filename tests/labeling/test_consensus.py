@@ -298,3 +298,33 @@ def test_rates_carry_their_wilson_interval(client, lead, project, cal1):
     assert interval["low"] <= near["value"] <= interval["high"]
     page = _client(client, lead).get(f"/projects/{project.pk}/consensus/?phase={cal1.pk}").content.decode()
     assert f"[{round(interval['low'] * 100)}–{round(interval['high'] * 100)}%]" in page
+
+
+def test_calibration_against_main_says_whether_rates_differ_beyond_chance():
+    from labeling.services.consensus.dashboard import _rate_comparisons
+    from metrics.intervals import proportion_difference
+
+    def summary(kind, n, near, overlap):
+        agreement = {
+            "near_consensus": {"value": near / n, "reason": None},
+            "overlap_consensus": {"value": overlap / n, "reason": None},
+            "complete_consensus": {"value": None, "reason": "undefined"},
+        }
+        return {
+            "phase": {"id": hash(kind) % 100, "kind": kind, "name": kind},
+            "n_images_2plus": n,
+            "agreement": agreement,
+        }
+
+    summaries = [summary("calibration_1", 29, 18, 9), summary("calibration_2", 4, 2, 2), summary("main", 400, 360, 120)]
+    (row,) = _rate_comparisons(summaries)  # calibration 2 has too few images to compare
+    assert row["phase"]["kind"] == "calibration_1" and row["against"]["kind"] == "main"
+    near, overlap = row["rates"]  # complete consensus is undefined in calibration 1: not compared
+    expected = proportion_difference(18, 29, 360, 400)
+    assert (near["low"], near["high"]) == (
+        pytest.approx(expected.low, abs=1e-6),
+        pytest.approx(expected.high, abs=1e-6),
+    )
+    assert near["differs"] and near["difference"] == pytest.approx(18 / 29 - 0.9, abs=1e-6)
+    assert not overlap["differs"] and overlap["low"] < 0 < overlap["high"]  # 31% vs 30%
+    assert _rate_comparisons(summaries[:2]) == []  # no main phase yet

@@ -42,3 +42,18 @@ def test_no_data_gives_no_interval():
 def test_bad_input_is_refused(k, n, confidence):
     with pytest.raises(ValueError):
         wilson_interval(k, n, confidence)
+
+
+def test_proportion_difference_matches_newcombe_and_is_antisymmetric():
+    from metrics.intervals import proportion_difference
+
+    # Newcombe 1998 (Statistics in Medicine 17, 873-890), example (a), method 10.
+    result = proportion_difference(56, 70, 48, 80)
+    assert (round(result.low, 4), round(result.high, 4)) == (0.0524, 0.3339)
+    reverse = proportion_difference(48, 80, 56, 70)
+    assert (reverse.low, reverse.high) == (pytest.approx(-result.high), pytest.approx(-result.low))
+    assert result.p_value == pytest.approx(reverse.p_value)
+    same = proportion_difference(5, 10, 50, 100)
+    assert same.low < 0 < same.high and not same.differs and same.p_value == pytest.approx(1.0)
+    with pytest.raises(ValueError):
+        proportion_difference(1, 0, 1, 2)

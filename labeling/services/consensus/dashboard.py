@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django.core.cache import cache
 
+from metrics.intervals import proportion_difference
+
 from ...models import Membership, Phase, Project
 from .caching import CACHE_PREFIX, CACHE_TIMEOUT, phase_summary, phase_versions
 from .labelers import labeler_drift, test_retest_compute
@@ -40,12 +42,58 @@ def project_consensus(project: Project, phase: Phase | None = None) -> dict:
         "phases": [_with_names(s, names) for s in summaries],
         "selected": _with_names(selected, names) if selected else None,
         "labelers": _labelers(summaries, retest, names),
+        "rate_comparisons": _rate_comparisons(summaries),
         "test_retest": {
             **{k: v for k, v in retest.items() if k != "pairs"},
             "per_labeler": [{**row, "labeler": names.get(row["labeler"], "?")} for row in retest["per_labeler"]],
             "pairs": [[names.get(labeler, "?"), a, b] for labeler, a, b in retest["pairs"]],
         },
     }
+
+
+#: The rates compared between the calibration phases and the main phase.
+COMPARED_RATES = ("near_consensus", "overlap_consensus", "complete_consensus")
+
+
+def _rate_comparisons(summaries: list[dict]) -> list[dict]:
+    """Each calibration phase's consensus rates against the main phase's, beyond chance or not.
+
+    Seed 000 found the rates "comparable" between calibration and main phases, which
+    gave confidence in the data; here the claim is tested: the difference of the two
+    shares of images with Newcombe's 95% interval and Fisher's exact p
+    (:func:`metrics.intervals.proportion_difference`). Needs at least
+    ``MIN_IMAGES`` images with 2+ labels in both phases.
+    """
+    main = next((s for s in summaries if s["phase"]["kind"] == Phase.Kind.MAIN), None)
+    if main is None or main["n_images_2plus"] < MIN_IMAGES:
+        return []
+    rows = []
+    for summary in summaries:
+        if summary["phase"]["kind"] not in (Phase.Kind.CALIBRATION_1, Phase.Kind.CALIBRATION_2):
+            continue
+        if summary["n_images_2plus"] < MIN_IMAGES:
+            continue
+        row = {"phase": summary["phase"], "against": main["phase"], "rates": []}
+        for name in COMPARED_RATES:
+            n1, n2 = summary["n_images_2plus"], main["n_images_2plus"]
+            v1, v2 = summary["agreement"][name]["value"], main["agreement"][name]["value"]
+            if v1 is None or v2 is None:
+                continue
+            result = proportion_difference(round(v1 * n1), n1, round(v2 * n2), n2)
+            row["rates"].append(
+                {
+                    "rate": name,
+                    "calibration": v1,
+                    "main": v2,
+                    "difference": round(result.difference, 6),
+                    "low": round(result.low, 6),
+                    "high": round(result.high, 6),
+                    "p_value": round(result.p_value, 6),
+                    "differs": result.differs,
+                }
+            )
+        rows.append(row)
+    return rows
 
 
 def _test_retest(project: Project, version: str) -> dict:
