@@ -3,16 +3,22 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from .views import baselines, consensus, data, evaluations, health, labeler, lead, media, releases
-from .views.auth import ThrottledLoginView
+from .views import auth, baselines, consensus, data, evaluations, health, labeler, lead, media, releases
 
 urlpatterns = [
     path("", lead.home, name="home"),
     # Liveness (the process answers) and readiness (database, cache, broker, worker): views.health.
     path("healthz", media.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
-    path("login/", ThrottledLoginView.as_view(), name="login"),
+    path("login/", auth.ThrottledLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # Every account changes its password, or asks for a reset link by mail (views.auth: behind the sign-in brake).
+    path("account/password/", auth.ThrottledPasswordChangeView.as_view(), name="password_change"),
+    path("account/password/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
+    path("account/password-reset/", auth.ThrottledPasswordResetView.as_view(), name="password_reset"),
+    path("account/password-reset/sent/", auth_views.PasswordResetDoneView.as_view(), name="password_reset_done"),
+    path("account/reset/<uidb64>/<token>/", auth.PasswordResetConfirmView.as_view(), name="password_reset_confirm"),
+    path("account/reset/done/", auth_views.PasswordResetCompleteView.as_view(), name="password_reset_complete"),
     # Projects (leads; reviewers see the overview and the images)
     path("projects/new/", lead.project_create_view, name="project-create"),
     path("projects/<int:pk>/", lead.project_detail, name="project-detail"),

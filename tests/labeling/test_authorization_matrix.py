@@ -120,6 +120,13 @@ EXPECTED: dict[tuple[str, str], str] = {
     ("/projects/{pk}/baselines/jobs/{job_id}/", "POST"): "login 405 405 405 405 405 405 405",
     ("/projects/{pk}/baselines/jobs/{job_id}/retry/", "GET"): "login 405 405 405 405 405 405 405",
     ("/projects/{pk}/baselines/jobs/{job_id}/retry/", "POST"): "login 404 404 404 redirect 404 404 redirect",
+    # Every background job of a project (leads only, like the baseline runs; retry answers with a redirect).
+    ("/projects/{pk}/jobs/", "GET"): "login 404 404 404 ok 404 404 ok",
+    ("/projects/{pk}/jobs/", "POST"): "login 405 405 405 405 405 405 405",
+    ("/projects/{pk}/jobs/{job_id}/", "GET"): "login 404 404 404 ok 404 404 ok",
+    ("/projects/{pk}/jobs/{job_id}/", "POST"): "login 405 405 405 405 405 405 405",
+    ("/projects/{pk}/jobs/{job_id}/retry/", "GET"): "login 405 405 405 405 405 405 405",
+    ("/projects/{pk}/jobs/{job_id}/retry/", "POST"): "login 404 404 404 redirect 404 404 redirect",
     ("/baselines/{pk}/overlay.png", "GET"): "login 404 404 404 ok 404 404 ok",
     ("/baselines/{pk}/overlay.png", "POST"): "login 405 405 405 405 405 405 405",
     ("/api/projects/{pk}/baselines/", "GET"): "401 404 404 404 ok 404 404 ok",
@@ -173,6 +180,20 @@ EXPECTED: dict[tuple[str, str], str] = {
     ("/login/", "POST"): "ok ok ok ok ok ok ok ok",
     ("/logout/", "GET"): "405 405 405 405 405 405 405 405",
     ("/logout/", "POST"): "login login login login login login login login",
+    # Password change: every signed-in account (an empty form re-renders: 200). Reset: anyone, the same answer
+    # for every address; a bad link renders "this link does not work" (200).
+    ("/account/password/", "GET"): "login ok ok ok ok ok ok ok",
+    ("/account/password/", "POST"): "login ok ok ok ok ok ok ok",
+    ("/account/password/done/", "GET"): "login ok ok ok ok ok ok ok",
+    ("/account/password/done/", "POST"): "login 405 405 405 405 405 405 405",
+    ("/account/password-reset/", "GET"): "ok ok ok ok ok ok ok ok",
+    ("/account/password-reset/", "POST"): "ok ok ok ok ok ok ok ok",
+    ("/account/password-reset/sent/", "GET"): "ok ok ok ok ok ok ok ok",
+    ("/account/password-reset/sent/", "POST"): "405 405 405 405 405 405 405 405",
+    ("/account/reset/{uidb64}/{token}/", "GET"): "ok ok ok ok ok ok ok ok",
+    ("/account/reset/{uidb64}/{token}/", "POST"): "ok ok ok ok ok ok ok ok",
+    ("/account/reset/done/", "GET"): "ok ok ok ok ok ok ok ok",
+    ("/account/reset/done/", "POST"): "405 405 405 405 405 405 405 405",
     ("/projects/new/", "GET"): "login 404 404 404 ok ok ok ok",
     ("/projects/new/", "POST"): "login 404 404 404 ok ok ok ok",
     ("/projects/{pk}/", "GET"): "login 404 404 ok ok 404 404 ok",
@@ -332,6 +353,8 @@ def build_world() -> dict:
         "path": "images.csv",
         "run_id": run.pk,
         "gate_id": gate.pk,
+        "uidb64": "MQ",
+        "token": "not-a-token",
     }
     return {"users": users, "by_segment": by_segment, "values": values}
 
