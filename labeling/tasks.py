@@ -27,6 +27,7 @@ from .services.baselines import (
 )
 from .services.consensus import phase_refresh_unlock, phase_summary_refresh
 from .services.evaluations import EVALUATION_TASK_SOFT_TIME_LIMIT, EVALUATION_TASK_TIME_LIMIT
+from .services.image_jobs import image_job_baseline, image_job_refresh, image_job_step_started, job_runner_record
 from .services.images import image_make_derivatives
 from .services.jobs import job_heartbeat, jobs_sweep
 from .services.releases import (
@@ -75,13 +76,19 @@ def _final_attempt(task) -> bool:
 
 
 @shared_task(**_options(queue.IMAGE_MAKE_DERIVATIVES))
-def image_make_derivatives_task(self, image_id: int) -> str:
+def image_make_derivatives_task(self, image_id: int, job_id: int | None = None) -> str:
+    """The display images of a new image, then (chained) its baseline; ``job_id``: its import's job."""
     image = Image.objects.filter(pk=image_id).first()
     if image is None:
+        image_job_refresh(job_id)
         return "missing"
+    image_job_step_started(job_id, in_process=bool(self.request.is_eager))
     image_make_derivatives(image=image)
     # Chained: the colorimetric baseline of a new image (a no-op when it exists).
-    queue.enqueue(queue.IMAGE_COMPUTE_BASELINE, image_id)
+    if job_id is None:
+        queue.enqueue(queue.IMAGE_COMPUTE_BASELINE, image_id)
+    else:
+        queue.enqueue(queue.IMAGE_COMPUTE_BASELINE, image_id, job_id)
     return image.derivative_status
 
 
@@ -95,6 +102,7 @@ def baseline_run_task(self, job_id: int) -> int:
     if job is None or job.status not in (Job.Status.QUEUED, Job.Status.RUNNING):
         return 0
     job_heartbeat(job_id)
+    job_runner_record(job_id, in_process=bool(self.request.is_eager))
     batches = baseline_run_prepare(job=job)
     for image_ids in batches:
         queue.enqueue(queue.BASELINE_BATCH, job_id, image_ids)
@@ -121,12 +129,21 @@ def baseline_batch_task(self, job_id: int, image_ids: list[int]) -> str:
 
 
 @shared_task(**_options(queue.IMAGE_COMPUTE_BASELINE))
-def image_compute_baseline_task(self, image_id: int) -> str:
-    """The baseline of a new image with its project's current parameters (skipped if present)."""
+def image_compute_baseline_task(self, image_id: int, job_id: int | None = None) -> str:
+    """The baseline of a new image with its project's current parameters (skipped if present; with its
+    import's ``job_id``, a failed one is computed again and the job's progress recounted)."""
     image = Image.objects.filter(pk=image_id).select_related("project").first()
     if image is None:
+        image_job_refresh(job_id)
         return "missing"
-    row = baseline_image_ensure(image=image, final_attempt=_final_attempt(self))
+    if job_id is None:
+        row = baseline_image_ensure(image=image, final_attempt=_final_attempt(self))
+        return "exists" if row is None else row.status
+    image_job_step_started(job_id, in_process=bool(self.request.is_eager))
+    try:
+        row = image_job_baseline(image=image, final_attempt=_final_attempt(self))
+    finally:
+        image_job_refresh(job_id)
     return "exists" if row is None else row.status
 
 
@@ -157,6 +174,7 @@ def release_build_task(self, release_id: int) -> str:
     if release is None:
         return "missing"
     job_heartbeat(release.job_id)
+    job_runner_record(release.job_id, in_process=bool(self.request.is_eager))
     try:
         release = release_build(release, final_attempt=_final_attempt(self))
     except SoftTimeLimitExceeded:
@@ -179,6 +197,7 @@ def evaluation_run_task(self, run_id: int) -> str:
     run = EvaluationRun.objects.select_related("project__scale").filter(pk=run_id).first()
     if run is None:
         return "missing"
+    job_runner_record(run.job_id, in_process=bool(self.request.is_eager))
     try:
         run = evaluation_run(run)
     except SoftTimeLimitExceeded:

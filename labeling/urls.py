@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from .views import auth, baselines, consensus, data, evaluations, health, labeler, lead, media, releases
+from .views import auth, baselines, consensus, data, evaluations, health, jobs, labeler, lead, media, releases
 
 urlpatterns = [
     path("", lead.home, name="home"),
@@ -53,6 +53,10 @@ urlpatterns = [
         "projects/<int:pk>/baselines/jobs/<int:job_id>/retry/", baselines.baseline_job_retry, name="baseline-job-retry"
     ),
     path("baselines/<int:pk>/overlay.png", baselines.baseline_overlay, name="baseline-overlay"),
+    # Every background job of a project: imports' display images and baselines, runs, releases, evaluations (leads)
+    path("projects/<int:pk>/jobs/", jobs.project_jobs, name="project-jobs"),
+    path("projects/<int:pk>/jobs/<int:job_id>/", jobs.project_job, name="project-job"),
+    path("projects/<int:pk>/jobs/<int:job_id>/retry/", jobs.project_job_retry, name="project-job-retry"),
     # Dataset releases (leads make them; reviewers read and download)
     path("projects/<int:pk>/releases/", releases.releases_page, name="releases"),
     path("projects/<int:pk>/releases/<int:version>/", releases.release_page, name="release-page"),

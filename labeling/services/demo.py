@@ -13,8 +13,9 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from PIL import Image as PILImage
 
-from ..models import Membership, Project, Subject
+from ..models import ImportBatch, Membership, Project, Subject
 from .images import DuplicateImage, image_create_from_bytes
+from .imports.report import ImportReport, report_start
 from .labels import label_submit
 from .phases import calibration_configure, phase_get, phase_open
 from .projects import project_create
@@ -158,6 +159,8 @@ def demo_project_create(*, n_subjects: int = 20, simulate_labels: bool = True) -
     rng = np.random.default_rng(2026)
     genders = ["woman", "man"]
     true_tone = {}
+    # One import (and one job for its display images and baselines) like a lead's, on the jobs page.
+    demo_import = report_start(project, ImportBatch.Kind.DEMO, "synthetic demo portraits", lead)
     for s in range(n_subjects):
         tone = (s % 10) + 1
         subject = Subject.objects.create(
@@ -194,6 +197,8 @@ def demo_project_create(*, n_subjects: int = 20, simulate_labels: bool = True) -
                     is_synthetic=True,
                     mask_data=mask,
                     mask_kind="skin" if mask else "",
+                    batch=demo_import.batch,
+                    job=demo_import.job,
                 )
             except DuplicateImage:
                 continue
@@ -203,8 +208,11 @@ def demo_project_create(*, n_subjects: int = 20, simulate_labels: bool = True) -
         filename="astronaut.jpg",
         data=astronaut_bytes(),
         attributes={"source": "scikit-image data.astronaut (public domain, NASA)"},
+        batch=demo_import.batch,
+        job=demo_import.job,
     )
     true_tone[image.id] = 3
+    _demo_import_finish(demo_import, len(true_tone))
     size = min(16, len(true_tone))
     calibration_configure(project=project, size=size, calibration_1_size=min(8, size), n_repeated=min(4, size), seed=59)
     cal1 = phase_get(project, "calibration_1")
@@ -217,6 +225,11 @@ def demo_project_create(*, n_subjects: int = 20, simulate_labels: bool = True) -
 
 
 FINISHED_NAME = "Demo: a finished study (all phases, simulated labels)"
+
+
+def _demo_import_finish(demo_import: ImportReport, n_images: int) -> None:
+    demo_import.batch.n_imported = n_images
+    demo_import.finish()
 
 
 def _simulate_phase(phase, members, true_tone, rng, *, biases, noise=0.6, drift=None) -> None:
@@ -282,6 +295,7 @@ def demo_finished_study_create(*, lead, n_subjects: int = 24) -> Project:
         )
     rng = np.random.default_rng(7)
     true_tone = {}
+    demo_import = report_start(project, ImportBatch.Kind.DEMO, "synthetic demo portraits with skin masks", lead)
     for s in range(n_subjects):
         # Deeper tones under-represented, as the seed found in practice.
         tone = int(rng.choice(np.arange(1, 11), p=[0.14, 0.16, 0.16, 0.14, 0.12, 0.1, 0.07, 0.05, 0.03, 0.03]))
@@ -308,8 +322,11 @@ def demo_finished_study_create(*, lead, n_subjects: int = 24) -> Project:
                 is_synthetic=True,
                 mask_data=mask,
                 mask_kind="skin",
+                batch=demo_import.batch,
+                job=demo_import.job,
             )
             true_tone[image.id] = tone
+    _demo_import_finish(demo_import, len(true_tone))
     size = min(16, len(true_tone) - 1)  # leave at least one image for the main phase
     cal1_size = max(1, size * 5 // 8)
     calibration_configure(

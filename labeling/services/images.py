@@ -23,10 +23,11 @@ import numpy as np
 from django.conf import settings
 from django.core.files.base import ContentFile
 from django.db import IntegrityError, transaction
+from django.db.models import F
 from PIL import Image as PILImage
 from PIL import ImageCms, ImageOps, UnidentifiedImageError
 
-from ..models import Image, ImportBatch, Project, Subject
+from ..models import Image, ImportBatch, Job, Project, Subject
 from . import queue
 
 logger = logging.getLogger(__name__)
@@ -313,6 +314,7 @@ def image_create_from_bytes(
     mask_data: bytes | None = None,
     mask_kind: str = "",
     is_synthetic: bool = False,
+    job: Job | None = None,
 ) -> Image:
     """Validate an uploaded photo completely, then store it unchanged.
 
@@ -342,6 +344,8 @@ def image_create_from_bytes(
         ``"silhouette"`` or ``"skin"`` (blank when there is no mask).
     is_synthetic : bool
         True for generated demo images.
+    job : Job, optional
+        The import's job (``services.image_jobs``) that counts this image's background steps.
 
     Returns
     -------
@@ -422,7 +426,11 @@ def image_create_from_bytes(
                 image.mask.save(f"{sha256}.png", ContentFile(mask_png), save=False)
                 written.append((image.mask.storage, image.mask.name))
             image.save()
-            queue.enqueue_on_commit(queue.IMAGE_MAKE_DERIVATIVES, image.id)
+            if job is not None:
+                Job.objects.filter(pk=job.pk).update(total=F("total") + 1)
+                queue.enqueue_on_commit(queue.IMAGE_MAKE_DERIVATIVES, image.id, job.pk)
+            else:
+                queue.enqueue_on_commit(queue.IMAGE_MAKE_DERIVATIVES, image.id)
     except BaseException as exc:
         for storage, name in written:
             try:

@@ -110,6 +110,10 @@ def job_abandon(job: Job, reason: str) -> None:
 
 def _resend(job: Job) -> bool:
     """Send the task that starts ``job`` again; False when the kind has no such task here."""
+    if job.kind == Job.Kind.DERIVATIVES:
+        from .image_jobs import image_job_retry
+
+        return image_job_retry(job=job) > 0
     if job.kind == Job.Kind.BASELINE:
         queue.enqueue(queue.BASELINE_RUN, job.pk)
         return True
@@ -136,6 +140,13 @@ def jobs_sweep(*, now=None) -> dict[str, int]:
     report = {"pending_sent": queue.pending_tasks_send(), "resent": 0, "abandoned": 0}
     active = Job.objects.filter(status__in=[Job.Status.QUEUED, Job.Status.RUNNING])
     for job in active.select_related("project"):
+        if job.kind == Job.Kind.DERIVATIVES:
+            # An import's job is recounted from its images: its last task may have skipped the recount.
+            from .image_jobs import image_job_refresh
+
+            refreshed = image_job_refresh(job.pk, force=True, alive=False)
+            if refreshed is None or refreshed.status not in (Job.Status.QUEUED, Job.Status.RUNNING):
+                continue
         silent = (now - _last_sign_of_life(job)).total_seconds()
         if job.status == Job.Status.QUEUED and job.started_at is None:
             if silent > 2 * QUEUED_RESEND_SECONDS:

@@ -10,7 +10,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from ...models import Image, ImportBatch, ImportItem, Project, Subject
+from ...models import Image, ImportBatch, ImportItem, Job, Project, Subject
+from ..image_jobs import image_job_import_finished, image_job_start
 from ..images import IMAGE_EXTENSIONS, DuplicateImage, ImageRejected, image_create_from_bytes
 
 
@@ -29,6 +30,8 @@ def import_limits() -> dict[str, Any]:
 @dataclass
 class ImportReport:
     batch: ImportBatch
+    # Counts the background work (display images, baselines) of the images this import creates.
+    job: Job | None = None
     items: list[ImportItem] = field(default_factory=list)
 
     def add(
@@ -60,13 +63,19 @@ class ImportReport:
         self.batch.status = ImportBatch.Status.DONE
         self.batch.finished_at = timezone.now()
         self.batch.save()
+        self._job_finish()
         return self.batch
+
+    def _job_finish(self) -> None:
+        if self.job is not None:
+            image_job_import_finished(self.job)
 
     def refuse(self, reason: str) -> ImportBatch:
         self.batch.status = ImportBatch.Status.FAILED
         self.batch.error = reason
         self.batch.finished_at = timezone.now()
         self.batch.save()
+        self._job_finish()
         return self.batch
 
 
@@ -77,7 +86,7 @@ def report_start(project: Project, kind: str, source_name: str, user) -> ImportR
         source_name=str(source_name)[:300],
         created_by=user if getattr(user, "is_authenticated", False) else None,
     )
-    return ImportReport(batch)
+    return ImportReport(batch, job=image_job_start(batch=batch, user=user))
 
 
 def import_one(
@@ -108,6 +117,7 @@ def import_one(
                 filename=filename,
                 data=data,
                 batch=report.batch,
+                job=report.job,
                 subject=subject,
                 **kwargs,
             )
