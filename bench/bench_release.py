@@ -338,7 +338,8 @@ def child(release_id: int) -> None:
     # The stages of release_write / release_build (names looked up in the build module at call time).
     build_module.release_write = stage("tables (images, labels: csv, jsonl, parquet)", build_module.release_write)
     build_module.LabelerTally.table = stage("labelers table", tables_module.LabelerTally.table)
-    build_module.card_facts = stage("data card facts", build_module.card_facts)
+    build_module.card_project_facts = stage("data card facts (project)", build_module.card_project_facts)
+    build_module.card_facts = stage("data card facts (release)", build_module.card_facts)
     build_module.card_render = stage("data card render", build_module.card_render)
     build_module.zip_write = stage("zip", build_module.zip_write)
     build_module._publish = stage("publish (ReleaseImage rows)", build_module._publish)
@@ -354,7 +355,7 @@ def child(release_id: int) -> None:
     # release_write includes the nested stages: report its own part apart.
     tables = stages.get("tables (images, labels: csv, jsonl, parquet)")
     if tables:
-        nested = ("labelers table", "data card facts", "data card render")
+        nested = ("labelers table", "data card facts (project)", "data card facts (release)", "data card render")
         tables["seconds"] -= sum(stages.get(name, {}).get("seconds", 0.0) for name in nested)
     print(
         json.dumps(

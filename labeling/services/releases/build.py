@@ -26,7 +26,7 @@ from django.utils import timezone
 from ...models import Image, Job, Membership, Release, ReleaseImage
 from .bundle import ImagefolderWriter, TableWriter, file_info, manifest_write, zip_write
 from .card import card_render
-from .card_facts import card_facts
+from .card_facts import card_facts, card_project_facts
 from .diff import ImageRow, release_image_rows, rows_diff
 from .finalise import context_load, release_chunks
 from .rules import CATEGORIES
@@ -136,6 +136,9 @@ def release_write(release: Release, out_dir: Path, *, on_chunk: Callable[[int], 
     tone_counts: dict[int, int] = {}
     n_images = n_excluded = n_counted = done = 0
     files: dict[str, dict] = {}
+    # The card's sections from the project's rows first: their working memory is then reused by the tables'.
+    phases = list(project.phases.order_by("id"))
+    project_facts = card_project_facts(project, phases)
     folder = ImagefolderWriter(out_dir / "imagefolder") if rule.get("with_images") else None
     try:
         with (
@@ -197,7 +200,7 @@ def release_write(release: Release, out_dir: Path, *, on_chunk: Callable[[int], 
         del images
     facts = card_facts(
         project=project,
-        phases=list(project.phases.order_by("id")),
+        phases=phases,
         final={
             "tone_counts": dict(sorted(tone_counts.items())),
             "n_images": n_images,
@@ -209,6 +212,7 @@ def release_write(release: Release, out_dir: Path, *, on_chunk: Callable[[int], 
         card_text=release.card_text,
         previous_diff=previous_diff,
         release_info=info,
+        project_facts=project_facts,
     )
     for relative, data in sorted(card_render(facts).items()):
         path = out_dir / relative

@@ -31,7 +31,15 @@ from .agreement import phase_agreement
 from .rules import CARD_FIELDS, CATEGORIES
 from .tables import LABELERS_SCHEMA, LABELS_SCHEMA, attribute_columns, images_schema
 
-__all__ = ["CARD_FORMAT", "CONFIDENCE", "FIELD_MEANINGS", "LIMITATIONS", "card_facts", "proportion"]
+__all__ = [
+    "CARD_FORMAT",
+    "CONFIDENCE",
+    "FIELD_MEANINGS",
+    "LIMITATIONS",
+    "card_facts",
+    "card_project_facts",
+    "proportion",
+]
 
 #: Version of the facts' layout (``data_card.json``).
 CARD_FORMAT = "fairtone-data-card.1"
@@ -771,6 +779,30 @@ def _limitations(team: dict[str, Any], process: dict[str, Any]) -> list[dict[str
 # --------------------------------------------------------------------------- the facts
 
 
+def card_project_facts(project: Project, phases: list) -> dict:
+    """The card's sections that come from the project's rows alone, not from the release's tables.
+
+    Composition, scale, team, process, agreement, test-retest, labels vs ITA, fields and limitations:
+    :func:`release_write` reads them before it writes the tables, so that their working memory (the
+    agreement's count matrix and bootstrap, the ITA correlations' resamples) is not added to the tables'.
+    """
+    phases = sorted(phases, key=lambda p: (p.index, p.id))
+    pseudonyms = dict(Membership.objects.filter(project=project).values_list("id", "pseudonym"))
+    team = _team(project)
+    process = _process(project, phases, pseudonyms)
+    return {
+        "composition": _composition(project),
+        "scale": _scale(project),
+        "team": team,
+        "process": process,
+        "agreement": _agreement(project, phases),
+        "test_retest": _test_retest(project, pseudonyms),
+        "labels_vs_ita": _labels_vs_ita(project),
+        "fields": _fields(project),
+        "limitations": _limitations(team, process),
+    }
+
+
 def card_facts(
     *,
     project: Project,
@@ -781,6 +813,7 @@ def card_facts(
     card_text: dict,
     previous_diff: dict | None,
     release_info: dict,
+    project_facts: dict | None = None,
 ) -> dict:
     """Everything the data card of a release says, as one JSON-safe dict (``data_card.json``).
 
@@ -802,6 +835,8 @@ def card_facts(
         ``release_diff`` of the previous release to this one; None for the first release.
     release_info : dict
         ``version``, ``created_at`` (the only date used), ``code_version``, ``project``...
+    project_facts : dict, optional
+        :func:`card_project_facts` of the project and phases, if already read.
 
     Returns
     -------
@@ -812,11 +847,8 @@ def card_facts(
         ``{"k", "n", "value", "ci_low", "ci_high", "reason"}``; a statistic that is not shown has
         ``value`` None and a ``reason``.
     """
-    phases = sorted(phases, key=lambda p: (p.index, p.id))
-    pseudonyms = dict(Membership.objects.filter(project=project).values_list("id", "pseudonym"))
-    scale = _scale(project)
-    team = _team(project)
-    process = _process(project, phases, pseudonyms)
+    if project_facts is None:
+        project_facts = card_project_facts(project, phases)
     facts = {
         "card_format": CARD_FORMAT,
         "confidence": CONFIDENCE,
@@ -827,18 +859,18 @@ def card_facts(
         },
         "release": _release(release_info),
         "card_text": _card_text(card_text or {}),
-        "composition": _composition(project),
-        "scale": scale,
-        "team": team,
-        "process": process,
-        "agreement": _agreement(project, phases),
-        "test_retest": _test_retest(project, pseudonyms),
-        "final_labels": _final(final, rule, scale["tones"]),
-        "labels_vs_ita": _labels_vs_ita(project),
+        "composition": project_facts["composition"],
+        "scale": project_facts["scale"],
+        "team": project_facts["team"],
+        "process": project_facts["process"],
+        "agreement": project_facts["agreement"],
+        "test_retest": project_facts["test_retest"],
+        "final_labels": _final(final, rule, project_facts["scale"]["tones"]),
+        "labels_vs_ita": project_facts["labels_vs_ita"],
         "exclusions": _exclusions(exclusions, final, rule),
         "changes": _changes(previous_diff, release_info),
         "rule": rule,
-        "fields": _fields(project),
-        "limitations": _limitations(team, process),
+        "fields": project_facts["fields"],
+        "limitations": project_facts["limitations"],
     }
     return json_clean(facts)
