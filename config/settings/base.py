@@ -116,6 +116,9 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = Path(os.environ.get("DJANGO_STATIC_ROOT", BASE_DIR / "staticfiles"))
 STATICFILES_DIRS = [BASE_DIR / "static"]
+# Files served at the site's root by WhiteNoise (favicon.ico: browsers ask for it on every page, the API too).
+# https://whitenoise.readthedocs.io/en/stable/django.html#WHITENOISE_ROOT
+WHITENOISE_ROOT = BASE_DIR / "public"
 # Photos of people are sensitive: media files are never served publicly; the
 # app streams them through views that check the requester's role.
 MEDIA_ROOT = Path(os.environ.get("FAIRTONE_MEDIA_ROOT", BASE_DIR / "var" / "media"))
