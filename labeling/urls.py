@@ -3,7 +3,20 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from .views import auth, baselines, consensus, data, evaluations, health, jobs, labeler, lead, media, releases
+from .views import (
+    auth,
+    baselines,
+    consensus,
+    data,
+    evaluations,
+    health,
+    jobs,
+    labeler,
+    lead,
+    media,
+    project_lifecycle,
+    releases,
+)
 
 urlpatterns = [
     path("", lead.home, name="home"),
@@ -23,6 +36,9 @@ urlpatterns = [
     path("projects/new/", lead.project_create_view, name="project-create"),
     path("projects/<int:pk>/", lead.project_detail, name="project-detail"),
     path("projects/<int:pk>/settings/", lead.project_settings, name="project-settings"),
+    path("projects/<int:pk>/archive/", project_lifecycle.project_archive_page, name="project-archive"),
+    path("projects/<int:pk>/unarchive/", project_lifecycle.project_unarchive_page, name="project-unarchive"),
+    path("projects/<int:pk>/delete/", project_lifecycle.project_delete_page, name="project-delete"),
     path("projects/<int:pk>/images/", lead.project_images, name="project-images"),
     path("projects/<int:pk>/data/", data.data_manager, name="data-manager"),
     path("projects/<int:pk>/import/", lead.project_import, name="project-import"),

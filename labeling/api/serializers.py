@@ -75,10 +75,11 @@ class ProjectSerializer(serializers.ModelSerializer):
             "tone_order",
             "is_demo",
             "created_at",
+            "archived_at",
             "my_role",
             "n_images",
         ]
-        read_only_fields = ["is_demo", "created_at"]
+        read_only_fields = ["is_demo", "created_at", "archived_at"]
 
     def get_my_role(self, project) -> str | None:
         request = self.context.get("request")

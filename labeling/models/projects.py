@@ -31,6 +31,12 @@ class Project(models.Model):
     is_demo = models.BooleanField(default=False)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
+    # Archived: hidden from the default lists and read-only (no labels, imports or phase changes) until a lead
+    # unarchives it (labeling.services.project_lifecycle).
+    archived_at = models.DateTimeField(null=True, blank=True)
+    archived_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -51,6 +57,10 @@ class Project(models.Model):
         order = list(dict.fromkeys(p for p in (self.tone_order or []) if p in tones))
         order += [p for p in sorted(tones) if p not in order]
         return [tones[p] for p in order]
+
+    @property
+    def is_archived(self) -> bool:
+        return self.archived_at is not None
 
 
 class Membership(models.Model):

@@ -18,6 +18,7 @@ from django.utils import timezone
 from ..models import Label, LabelRevision, Membership, Phase
 from .labels import Selection, selection_clean
 from .phases import phase_repeat_pairs
+from .project_lifecycle import project_refuse_if_archived
 
 MAX_ROWS = 200_000
 TRUE = {"1", "true", "yes", "y", "x"}
@@ -68,6 +69,7 @@ def labels_import(*, phase: Phase, data: bytes, user) -> dict:
     rejected on its own with a reason; a row for a (image, labeler) that already
     has a label in the phase is rejected (labels are never overwritten).
     """
+    project_refuse_if_archived(phase.project_id)
     if phase.status == Phase.Status.DRAFT:
         raise ValidationError("Open the phase (or choose its images) before importing labels into it.")
     reader = _reader(data)

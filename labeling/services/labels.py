@@ -15,6 +15,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from ..models import Assignment, Image, Label, LabelRevision, Membership, Phase, Reflection
+from .project_lifecycle import project_refuse_if_archived
 
 MAX_TIME_SPENT_MS = 6 * 3600 * 1000
 MAX_CLIENT_INFO_KEYS = 40
@@ -201,6 +202,7 @@ def label_submit(
                     "phase": f"{phase.get_kind_display()} is {phase.get_status_display().lower()}: labels cannot be submitted."
                 }
             )
+        project_refuse_if_archived(phase.project_id)
         try:
             time_spent_ms = int(time_spent_ms or 0)
         except (TypeError, ValueError):
@@ -422,6 +424,7 @@ def label_correct(
     client_id=None,
 ) -> LabelRevision:
     """A lead records a correction as a new revision with a reason; the labeler's answer stays in history."""
+    project_refuse_if_archived(label.phase.project_id)
     reason = (reason or "").strip()
     if not reason:
         raise ValidationError({"reason": "Say why the label is corrected."})
@@ -452,6 +455,7 @@ def relabel_request(*, image: Image, labelers: list[Membership], reason: str, us
     Each labeler's latest label of the image (from any earlier phase) gets a new
     revision when they answer; if they never labelled it, a fresh label is made.
     """
+    project_refuse_if_archived(image.project_id)
     reason = (reason or "").strip()
     if not reason:
         raise ValidationError({"reason": "Say why the image is sent back."})

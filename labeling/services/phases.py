@@ -16,6 +16,7 @@ from django.db.models import Count, Max, Q, Sum
 from django.utils import timezone
 
 from ..models import Assignment, Label, Membership, Phase, PhaseImage, PhaseParticipant, Project
+from .project_lifecycle import project_refuse_if_archived
 
 DEFAULT_CALIBRATION_SIZE = 59  # seed 000's calibration set: the largest default
 DEFAULT_REPEATED = 30  # seed 000's test-retest repeats: the largest default
@@ -138,6 +139,7 @@ def calibration_configure(
     every labeler labels every calibration image (seed 000's design) instead of
     labels-per-image of them.
     """
+    project_refuse_if_archived(project.pk)
     cal1 = phase_get(project, Phase.Kind.CALIBRATION_1)
     cal2 = phase_get(project, Phase.Kind.CALIBRATION_2)
     main = phase_get(project, Phase.Kind.MAIN)
@@ -290,6 +292,7 @@ def phase_repeat_pairs(phase: Phase) -> set[tuple[int, int]]:
 def phase_open(*, phase: Phase, labeler_ids: list[int] | None = None, labels_per_image: int | None = None) -> Phase:
     """Open a phase: the previous phase must be closed; queues are built for the labelers."""
     phase = Phase.objects.select_for_update().get(pk=phase.pk)
+    project_refuse_if_archived(phase.project_id)
     _require_draft(phase)
     project = phase.project
     if phase.index > 0:
@@ -403,6 +406,7 @@ def phase_reopen(*, phase: Phase, user, reason: str):
     from ..models import PhaseReopening
 
     phase = Phase.objects.select_for_update().select_related("project").get(pk=phase.pk)
+    project_refuse_if_archived(phase.project_id)
     reason = (reason or "").strip()
     if not reason:
         raise ValidationError({"reason": "Say why the phase is reopened (it is recorded)."})
@@ -426,6 +430,7 @@ def phase_set_labels_per_image(*, phase: Phase, labels_per_image: int) -> int:
     load who do not have the image yet, at the end of their queues (shuffled).
     """
     phase = Phase.objects.select_for_update().get(pk=phase.pk)
+    project_refuse_if_archived(phase.project_id)
     if labels_per_image < 1:
         raise ValidationError("Labels per image must be at least 1.")
     if phase.status == Phase.Status.DRAFT:

@@ -118,6 +118,9 @@ def project_create(
 
 
 def project_update(*, project: Project, **fields) -> Project:
+    from .project_lifecycle import project_refuse_if_archived
+
+    project_refuse_if_archived(project.pk)
     if "instructions" in fields:
         fields["instructions"] = sanitize_instructions(fields["instructions"])
     if "skip_reasons" in fields:

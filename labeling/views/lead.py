@@ -27,8 +27,13 @@ def home(request):
     led = [m.project for m in memberships if m.role in (Membership.Role.LEAD, Membership.Role.REVIEWER)]
     if request.user.is_superuser:
         led = list(Project.objects.select_related("scale"))
+    # Archived projects are listed apart (folded); a labeler's phases of an archived project are not listed.
+    archived = [p for p in led if p.is_archived]
+    led = [p for p in led if not p.is_archived]
     my_phases = []
-    for phase in selectors.labeler_phases(request.user).order_by("project_id", "id"):
+    for phase in (
+        selectors.labeler_phases(request.user).filter(project__archived_at__isnull=True).order_by("project_id", "id")
+    ):
         m = next((x for x in memberships if x.project_id == phase.project_id), None)
         if m is None:
             continue
@@ -38,7 +43,12 @@ def home(request):
     return render(
         request,
         "labeling/home.html",
-        {"projects": led, "my_phases": my_phases, "can_create": selectors.can_create_projects(request.user)},
+        {
+            "projects": led,
+            "archived": archived,
+            "my_phases": my_phases,
+            "can_create": selectors.can_create_projects(request.user),
+        },
     )
 
 

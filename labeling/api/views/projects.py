@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from ... import selectors
 from ...models import Membership, Phase, Project
 from ...services import phases as phase_services
+from ...services import project_lifecycle
 from ...services import projects as project_services
 from .. import serializers as s
 from .imports import import_from_request
@@ -24,12 +25,61 @@ class ProjectViewSet(
     viewsets.GenericViewSet,
 ):
     serializer_class = s.ProjectSerializer
-    http_method_names = ["get", "post", "patch", "head", "options"]
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):
             return Project.objects.none()
-        return selectors.projects_for(self.request.user).select_related("scale")
+        qs = selectors.projects_for(self.request.user).select_related("scale")
+        if self.action == "list":
+            # Archived projects are out of the default list; ?archived=true lists them instead.
+            archived = self.request.query_params.get("archived", "false").lower() in ("1", "true", "yes")
+            qs = qs.filter(archived_at__isnull=not archived)
+        return qs
+
+    @extend_schema(
+        parameters=[OpenApiParameter("archived", bool, description="true: the archived projects instead of the others")]
+    )
+    def list(self, request, *args, **kwargs):
+        return super().list(request, *args, **kwargs)
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "confirm",
+                bool,
+                description="true: delete even though the project has dataset releases (they are deleted too)",
+            )
+        ],
+        responses={204: None},
+    )
+    def destroy(self, request, pk=None):
+        """Delete the project with its images, labels, releases, evaluations and files (leads only). Refused while
+        it has releases unless ``confirm=true`` (query parameter or body), and while a release or an evaluation is
+        being computed."""
+        project = self.get_object(Membership.Role.LEAD)
+        raw = request.query_params.get(
+            "confirm", request.data.get("confirm", "") if hasattr(request.data, "get") else ""
+        )
+        confirm = str(raw).strip().lower() in ("1", "true", "yes")
+        project_lifecycle.project_delete(project=project, user=request.user, confirm=confirm)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(request=None, responses=s.ProjectSerializer)
+    @action(detail=True, methods=["post"])
+    def archive(self, request, pk=None):
+        """Archive the project (leads): out of the default lists, read-only (no labels, imports or phase changes)."""
+        project = self.get_object(Membership.Role.LEAD)
+        project_lifecycle.project_archive(project=project, user=request.user)
+        return Response(self.get_serializer(project).data)
+
+    @extend_schema(request=None, responses=s.ProjectSerializer)
+    @action(detail=True, methods=["post"])
+    def unarchive(self, request, pk=None):
+        """Make an archived project listed and writable again (leads)."""
+        project = self.get_object(Membership.Role.LEAD)
+        project_lifecycle.project_unarchive(project=project, user=request.user)
+        return Response(self.get_serializer(project).data)
 
     def get_object(self, *roles: str) -> Project:
         """The project, if the requester has one of ``roles`` in it (any role when none is named)."""

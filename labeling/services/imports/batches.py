@@ -10,6 +10,7 @@ from typing import IO
 
 from ...models import ImportBatch, ImportItem, Project
 from ..images import IMAGE_EXTENSIONS, ImageRejected
+from ..project_lifecycle import project_refuse_if_archived
 from .manifest import MANIFEST_NAMES, MAX_MANIFEST_BYTES, parse_manifest
 from .report import (
     ImportRefused,
@@ -48,6 +49,7 @@ def import_files(*, project: Project, files: Iterable[tuple[str, IO[bytes]]], us
     >>> batch.n_imported  # doctest: +SKIP
     1
     """
+    project_refuse_if_archived(project.pk)
     report = report_start(project, ImportBatch.Kind.UPLOAD, "browser upload", user)
 
     def work() -> None:
@@ -101,6 +103,7 @@ def import_zip(*, project: Project, fileobj: IO[bytes], user, name: str = "archi
     >>> batch.status, batch.n_imported  # doctest: +SKIP
     ('done', 120)
     """
+    project_refuse_if_archived(project.pk)
     report = report_start(project, ImportBatch.Kind.ZIP, name, user)
 
     def work() -> None:
@@ -191,6 +194,7 @@ def import_manifest(
     >>> [(i.row, i.outcome) for i in batch.items.all()]  # doctest: +SKIP
     [(2, 'imported'), (3, 'rejected')]
     """
+    project_refuse_if_archived(project.pk)
     report = report_start(project, ImportBatch.Kind.MANIFEST, name, user)
 
     def work() -> None:

@@ -1,0 +1,143 @@
+"""A project's end of life: archive (hidden, read-only), unarchive, and delete with nothing left behind.
+
+Labels are protected from side-effect deletion (``Label.labeler`` is PROTECT: deleting a membership or an
+account never deletes labels), and a release protects its project. Deleting a project is therefore never a
+cascade from ``Project.delete()`` alone: ``project_delete`` removes, inside one transaction and in an order the
+protections allow, the evaluation runs, the releases, the labels with their revisions, then the project with
+everything that cascades from it; the files under ``MEDIA_ROOT`` go after the transaction commits (a rolled
+back delete leaves every file in place).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.files.storage import default_storage
+from django.db import transaction
+from django.utils import timezone
+
+from ..models import (
+    Assignment,
+    EvaluationRun,
+    Image,
+    ImageBaseline,
+    Label,
+    LabelRevision,
+    Phase,
+    Project,
+    Release,
+)
+
+logger = logging.getLogger(__name__)
+
+ARCHIVED_MESSAGE = "This project is archived, so it is read-only. A lead can unarchive it on its settings page."
+
+
+def project_refuse_if_archived(project_id: int) -> None:
+    """Raise ``ValidationError`` if the project is archived: nothing new (labels, imports, phase changes) joins it."""
+    if Project.objects.filter(pk=project_id, archived_at__isnull=False).exists():
+        raise ValidationError(ARCHIVED_MESSAGE, code="archived")
+
+
+def project_archive(*, project: Project, user) -> Project:
+    """Archive the project (idempotent: an archived project keeps its first date)."""
+    if project.archived_at is None:
+        project.archived_at = timezone.now()
+        project.archived_by = user if getattr(user, "is_authenticated", False) else None
+        project.save(update_fields=["archived_at", "archived_by"])
+    return project
+
+
+def project_unarchive(*, project: Project, user) -> Project:
+    """Make the project writable and listed again (idempotent)."""
+    if project.archived_at is not None:
+        project.archived_at = None
+        project.archived_by = None
+        project.save(update_fields=["archived_at", "archived_by"])
+    return project
+
+
+def project_delete_counts(project: Project) -> dict[str, int]:
+    """What deleting the project removes, for the confirmation."""
+    return {
+        "images": project.images.count(),
+        "labels": Label.objects.filter(phase__project=project).count(),
+        "releases": project.releases.count(),
+        "evaluations": project.evaluations.count(),
+        "members": project.memberships.count(),
+    }
+
+
+def _media_paths(project: Project) -> tuple[list[str], list[Path]]:
+    """The project's stored files (storage names) and folders under ``MEDIA_ROOT``."""
+    names: set[str] = set()
+    for row in Image.objects.filter(project=project).values_list("original", "mask", "display", "thumbnail"):
+        names.update(n for n in row if n)
+    names.update(n for n in ImageBaseline.objects.filter(image__project=project).values_list("overlay", flat=True) if n)
+    names.update(n for n in project.evaluations.values_list("predictions", flat=True) if n)
+    root = Path(settings.MEDIA_ROOT)
+    # The folders every kind of file of the project lives in (images, releases, evaluation results and figures).
+    folders = [root / "projects" / str(project.pk), root / "releases" / str(project.pk)]
+    folders.append(root / "evaluations" / str(project.pk))
+    return sorted(names), folders
+
+
+def _remove_files(names: list[str], folders: list[Path]) -> None:
+    """Remove files and folders; only what lies inside ``MEDIA_ROOT``. A file already gone is no error."""
+    root = Path(settings.MEDIA_ROOT).resolve()
+    for name in names:
+        try:
+            default_storage.delete(name)
+        except Exception:  # a file that cannot be removed must not stop the others
+            logger.exception("Could not remove a deleted project's file")
+    for folder in folders:
+        resolved = folder.resolve()
+        if root in resolved.parents and resolved.is_dir():
+            shutil.rmtree(resolved, ignore_errors=True)
+
+
+def project_delete(*, project: Project, user, confirm: bool = False) -> dict[str, int]:
+    """Delete the project and everything of it: rows in one transaction, then its files under ``MEDIA_ROOT``.
+
+    Refused (``ValidationError``) while the project has releases unless ``confirm`` is true (a published release
+    may have been handed to others: its deletion must be asked for explicitly), and while a release or an
+    evaluation is being computed (its worker would write files after the delete). Returns what was deleted.
+    """
+    counts = project_delete_counts(project)
+    if counts["releases"] and not confirm:
+        raise ValidationError(
+            {
+                "confirm": f"This project has {counts['releases']} dataset release(s); deleting it deletes them and "
+                "their files too. Confirm to delete anyway."
+            },
+            code="releases",
+        )
+    if (
+        project.releases.filter(status__in=Release.ACTIVE).exists()
+        or project.evaluations.filter(status__in=[EvaluationRun.Status.QUEUED, EvaluationRun.Status.RUNNING]).exists()
+    ):
+        raise ValidationError(
+            "A release or an evaluation of this project is being computed: cancel it or wait until it ends.",
+            code="busy",
+        )
+    with transaction.atomic():
+        names, folders = _media_paths(project)
+        # Evaluation runs protect their release; releases protect the project.
+        EvaluationRun.objects.filter(project=project).delete()
+        Release.objects.filter(project=project).delete()
+        # Labels are protected from every side effect: removed explicitly, revisions first. A raw delete skips
+        # the per-label post_delete signal (a consensus cache bump per label of phases that are going too).
+        phases = Phase.objects.filter(project=project)
+        LabelRevision.objects.filter(label__phase__in=phases).delete()
+        # Relabel requests point at labels (possibly of this project's earlier phases).
+        project_labels = Label.objects.filter(phase__in=phases)
+        Assignment.objects.filter(relabel_of__in=project_labels).delete()
+        project_labels._raw_delete(project_labels.db)
+        Project.objects.filter(pk=project.pk).delete()
+        transaction.on_commit(lambda: _remove_files(names, folders))
+    logger.info("Project %s deleted by user %s: %s", project.pk, getattr(user, "pk", None), counts)
+    return counts
