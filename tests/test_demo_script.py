@@ -33,7 +33,7 @@ def demo_environment() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DJANGO_")}
     env["DJANGO_SETTINGS_MODULE"] = "config.settings.local"
     for name, default in re.findall(r"export (DJANGO_[A-Z_]+)=\$\{DJANGO_[A-Z_]+:-([^}]*)\}", DEMO):
-        env.setdefault(name, default)
+        env.setdefault(name, default.replace("$PWD", str(ROOT)))
     return env
 
 
