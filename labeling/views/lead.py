@@ -267,7 +267,11 @@ def phase_detail(request, pk: int):
     if request.headers.get("Accept") == "application/json":
         return JsonResponse(phase_services.phase_progress(phase))
     reflections = phase.reflections.select_related("labeler").order_by("labeler__pseudonym")
+    from .. import plots
     from ..services.labels import BIAS_FACTORS
+    from ..services.progress import phase_labels_per_day
+
+    progress_over_time = phase_labels_per_day(phase)
 
     return render(
         request,
@@ -285,6 +289,8 @@ def phase_detail(request, pk: int):
             "labelers": project.memberships.filter(role=Membership.Role.LABELER, is_active=True),
             "reflections": reflections,
             "bias_factors": BIAS_FACTORS,
+            "progress_over_time": progress_over_time,
+            "chart": plots.progress_chart(progress_over_time),
         },
     )
 

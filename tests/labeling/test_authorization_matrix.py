@@ -88,6 +88,8 @@ EXPECTED: dict[tuple[str, str], str] = {
     ("/api/phases/{pk}/progress/", "GET"): "401 ok 404 403 ok 404 404 ok",
     ("/api/phases/{pk}/reopen/", "POST"): "401 403 404 403 bad 404 404 bad",
     ("/api/phases/{pk}/close-summary/", "GET"): "401 403 404 403 ok 404 404 ok",
+    # Labels per day and per labeler: leads only (a labeler does not see the team's pace).
+    ("/api/phases/{pk}/progress-over-time/", "GET"): "401 403 404 403 ok 404 404 ok",
     ("/api/phases/{pk}/reflection/", "GET"): "401 404 404 403 403 404 404 404",
     # An empty reflection is refused (400; the page re-renders with the question): answer one, or skip explicitly.
     ("/api/phases/{pk}/reflection/", "PUT"): "401 bad 404 403 403 404 404 404",

@@ -13,6 +13,7 @@ from ... import selectors
 from ...models import Image, Membership, Phase
 from ...services import phases as phase_services
 from ...services import review_decisions
+from ...services.progress import phase_labels_per_day
 from .. import serializers as s
 
 
@@ -55,6 +56,35 @@ class PhaseControlViewSet(viewsets.GenericViewSet):
                 "can_reopen_after_close": following is None or following.status == Phase.Status.DRAFT,
             }
         )
+
+    @extend_schema(
+        responses=inline_serializer(
+            "PhaseProgressOverTime",
+            {
+                "days": serializers.ListField(child=serializers.DateField()),
+                "labelers": serializers.ListField(
+                    child=inline_serializer(
+                        "LabelerLabelsPerDay",
+                        {
+                            "pseudonym": serializers.CharField(),
+                            "per_day": serializers.ListField(child=serializers.IntegerField()),
+                            "total": serializers.IntegerField(),
+                        },
+                    )
+                ),
+                "per_day": serializers.ListField(child=serializers.IntegerField()),
+                "total": serializers.IntegerField(),
+                "first_day": serializers.DateField(allow_null=True),
+                "last_day": serializers.DateField(allow_null=True),
+                "truncated": serializers.BooleanField(),
+            },
+        )
+    )
+    @action(detail=True, methods=["get"], url_path="progress-over-time")
+    def progress_over_time(self, request, pk=None):
+        """Labels per day (UTC, the day of each label's first answer) and per labeler, from the first day with a
+        label to the last (days without labels count 0): the phase page's chart as numbers (leads)."""
+        return Response(phase_labels_per_day(self._lead()))
 
     @extend_schema(request=s.PhaseReopenSerializer, responses=s.PhaseSerializer)
     @action(detail=True, methods=["post"])
