@@ -9,7 +9,8 @@ the next version, and :func:`release_diff` says what moved.
 Modules, each importing only those before it: ``bundle`` (the file writers, no Django), ``rules``
 (choices and validation), ``finalise`` (the database in chunks -> ``metrics.finalise.final_tones``),
 ``readiness``, ``tables`` (the schemas and rows of the images, labels and labelers tables), ``storage``
-(paths, which files may be served), ``diff``, ``card_facts`` and ``card`` (the data card), ``build``,
+(paths, which files may be served), ``diff``, ``memory`` (freed memory back to the system between stages),
+``agreement`` (a phase's agreement in chunks of images), ``card_facts`` and ``card`` (the data card), ``build``,
 ``lifecycle`` (request, cancel), ``reimport`` (a release back into a new project). Callers import the names below from ``labeling.services.releases``.
 """
 

@@ -29,6 +29,7 @@ from .card import card_render
 from .card_facts import card_facts, card_project_facts
 from .diff import ImageRow, release_image_rows, rows_diff
 from .finalise import context_load, release_chunks
+from .memory import memory_release
 from .rules import CATEGORIES
 from .storage import (
     TMP_MARK,
@@ -169,6 +170,7 @@ def release_write(release: Release, out_dir: Path, *, on_chunk: Callable[[int], 
                     on_chunk(done)
             files.update(image_writer.close())
             files.update(label_writer.close())
+        memory_release()
         if folder is not None:
             files.update(folder.close())
     except BaseException:

@@ -28,6 +28,7 @@ from ..baselines import FLAG_NAMES, baseline_correlations, baseline_summary
 from ..consensus import MIN_IMAGES, UNDER_REPRESENTED, test_retest_compute
 from ..consensus.numbers import json_clean, too_little
 from .agreement import phase_agreement
+from .memory import memory_release
 from .rules import CARD_FIELDS, CATEGORIES
 from .tables import LABELERS_SCHEMA, LABELS_SCHEMA, attribute_columns, images_schema
 
@@ -790,14 +791,20 @@ def card_project_facts(project: Project, phases: list) -> dict:
     pseudonyms = dict(Membership.objects.filter(project=project).values_list("id", "pseudonym"))
     team = _team(project)
     process = _process(project, phases, pseudonyms)
+    composition = _composition(project)
+    # The two sections with the most working memory, each followed by giving it back.
+    labels_vs_ita = _labels_vs_ita(project)
+    memory_release()
+    agreement = _agreement(project, phases)
+    memory_release()
     return {
-        "composition": _composition(project),
+        "composition": composition,
         "scale": _scale(project),
         "team": team,
         "process": process,
-        "agreement": _agreement(project, phases),
+        "agreement": agreement,
         "test_retest": _test_retest(project, pseudonyms),
-        "labels_vs_ita": _labels_vs_ita(project),
+        "labels_vs_ita": labels_vs_ita,
         "fields": _fields(project),
         "limitations": _limitations(team, process),
     }
