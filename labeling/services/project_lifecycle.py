@@ -82,7 +82,7 @@ def _media_paths(project: Project) -> tuple[list[str], list[Path]]:
     root = Path(settings.MEDIA_ROOT)
     # The folders every kind of file of the project lives in (images, releases, evaluation results and figures).
     folders = [root / "projects" / str(project.pk), root / "releases" / str(project.pk)]
-    folders.append(root / "evaluations" / str(project.pk))
+    folders += [root / "evaluations" / str(project.pk), root / "baselines" / str(project.pk)]
     return sorted(names), folders
 
 

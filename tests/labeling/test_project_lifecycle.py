@@ -53,7 +53,7 @@ def labelled_project(lead, name: str, *, n: int = 3, shift: int = 0) -> tuple[Pr
         parameters_hash="x",
         code_version="t",
         status=ImageBaseline.Status.OK,
-        overlay=ContentFile(png_bytes(), name=f"overlay-{name}.png"),
+        overlay=ContentFile(png_bytes(), name=f"{project.pk}/overlay-{name}.png"),
     )
     run = EvaluationRun.objects.create(project=project, name="model", status=EvaluationRun.Status.DONE)
     run.predictions.save(f"{project.pk}/results.csv", ContentFile(b"id,y\n"), save=True)
@@ -74,7 +74,7 @@ def publish_release(project, lead) -> Release:
 
 def project_files(project_id: int, media_root: Path) -> list[Path]:
     folders = [media_root / "projects" / str(project_id), media_root / "releases" / str(project_id)]
-    folders.append(media_root / "evaluations" / str(project_id))
+    folders += [media_root / "evaluations" / str(project_id), media_root / "baselines" / str(project_id)]
     return [p for folder in folders if folder.exists() for p in folder.rglob("*") if p.is_file()]
 
 
@@ -94,7 +94,7 @@ def test_delete_removes_every_row_and_file_and_nothing_of_another_project(
     other, other_phase = labelled_project(lead, "kept", shift=7)
     publish_release(other, lead)
     names = stored_names(project)
-    assert len(project_files(project.pk, media_root)) == 4 and len(names) == 4  # 3 originals, 1 result; 1 overlay
+    assert len(project_files(project.pk, media_root)) == 5 and len(names) == 4  # 3 originals, 1 overlay, 1 result
     other_files = project_files(other.pk, media_root) + [media_root / n for n in stored_names(other)]
     accounts = get_user_model().objects.count()
     pk = project.pk
@@ -108,6 +108,8 @@ def test_delete_removes_every_row_and_file_and_nothing_of_another_project(
     for callback in callbacks:
         callback()
     assert project_files(pk, media_root) == []
+    # No empty folder of the project either (images, releases, evaluations, baseline overlays).
+    assert not [p for p in media_root.rglob("*") if p.is_dir() and p.name == str(pk) and p.parent != media_root]
     assert not any((media_root / n).exists() for n in names)
 
     assert not Image.objects.filter(project_id=pk).exists()
