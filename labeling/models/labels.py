@@ -18,8 +18,9 @@ class Label(models.Model):
 
     phase = models.ForeignKey(Phase, related_name="labels", on_delete=models.CASCADE)
     image = models.ForeignKey(Image, related_name="labels", on_delete=models.CASCADE)
-    # PROTECT: deleting a membership (or its account) never deletes labels; deactivate it instead.
-    labeler = models.ForeignKey(Membership, related_name="labels", on_delete=models.PROTECT)
+    # RESTRICT: deleting a membership (or its account) never deletes labels (deactivate it instead);
+    # deleting a whole project (phases and labels with it, on purpose) still may.
+    labeler = models.ForeignKey(Membership, related_name="labels", on_delete=models.RESTRICT)
     assignment = models.OneToOneField(
         Assignment, null=True, blank=True, on_delete=models.SET_NULL, related_name="label"
     )

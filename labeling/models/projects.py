@@ -72,8 +72,8 @@ class Membership(models.Model):
         REVIEWER = "reviewer", "Fairness reviewer (ML engineer)"
 
     project = models.ForeignKey(Project, related_name="memberships", on_delete=models.CASCADE)
-    # PROTECT: deleting an account never deletes its memberships (and so its labels); deactivate it instead.
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, related_name="memberships", on_delete=models.PROTECT)
+    # RESTRICT: deleting an account never deletes its memberships (and so its labels); deactivate it instead.
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, related_name="memberships", on_delete=models.RESTRICT)
     role = models.CharField(max_length=20, choices=Role.choices, default=Role.LABELER)
     # Exports and dashboards name labelers by this id only.
     pseudonym = models.CharField(max_length=40)

@@ -2,11 +2,12 @@
 
 Deleting a membership in the project's admin inline deleted its labels and revisions (the inline's
 delete checks only PROTECT relations, and ``Label.labeler`` / ``Membership.user`` cascaded). Now both
-are PROTECT, the inline has no delete box and memberships are deactivated instead.
+are RESTRICT (refused unless the labels go by another, deliberate cascade: deleting the whole project),
+the inline has no delete box and memberships are deactivated instead.
 """
 
 import pytest
-from django.db.models import ProtectedError
+from django.db.models import RestrictedError
 
 from labeling.models import Label, LabelRevision, Membership
 from tests.labeling.helpers import add_images, label_all, open_calibration_1
@@ -67,11 +68,17 @@ def test_the_project_inline_cannot_delete_a_membership_with_labels(client, label
 
 
 def test_deleting_a_membership_or_an_account_with_labels_is_refused(labelled):
-    with pytest.raises(ProtectedError):
+    with pytest.raises(RestrictedError):
         Membership.objects.get(pk=labelled.pk).delete()
-    with pytest.raises(ProtectedError):
+    with pytest.raises(RestrictedError):
         labelled.user.delete()
     assert Label.objects.filter(labeler=labelled).count() == 3
+
+
+def test_deleting_a_whole_project_on_purpose_still_takes_its_labels(labelled):
+    project = labelled.project
+    project.delete()
+    assert not Label.objects.exists() and not Membership.objects.filter(pk=labelled.pk).exists()
 
 
 def test_the_admin_offers_no_membership_delete(client, labelled):
