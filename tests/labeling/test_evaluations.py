@@ -232,9 +232,14 @@ def test_bad_options_files_and_releases_are_refused(synthetic, lead, client_for)
     )
     assert unreadable.status_code == 400 and "cannot be read" in json.dumps(unreadable.json())
     assert post(api, project, results_for(table), release=7).status_code == 400
-    assert post(api, project, results_for(table), gender_column="x").status_code == 201  # unknown fields ignored
+    assert post(api, project, results_for(table), colour="x").status_code == 201  # unknown form fields ignored
     assert post(api, project, results_for(table), options={"gender_column": "shoe"}).status_code == 400
-    assert EvaluationRun.objects.count() == 1
+    # Options as plain form fields too (a CI script's -F threshold=1.5); bad ones refused the same way.
+    as_fields = post(api, project, results_for(table), threshold="1.5", min_samples="5")
+    assert as_fields.status_code == 201 and as_fields.json()["options"]["threshold"] == 1.5
+    assert as_fields.json()["options"]["min_samples"] == 5
+    assert post(api, project, results_for(table), threshold="lots").status_code == 400
+    assert EvaluationRun.objects.count() == 2
 
 
 def test_results_by_image_id_per_subject_and_derived_errors(

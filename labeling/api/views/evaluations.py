@@ -159,6 +159,11 @@ class EvaluationViewSet(_ProjectScoped):
             error_kind=fields["error_kind"],
             min_matched=fields["min_matched"],
         )
+        options = dict(fields["options"])
+        # Scoring options may also come as plain form fields (``-F threshold=1.5``); ``options`` wins.
+        for key in svc.DEFAULT_OPTIONS:
+            if key in request.data and key not in options and request.data.get(key) not in (None, ""):
+                options[key] = request.data.get(key)
         try:
             run = svc.evaluation_create(
                 project=project,
@@ -168,7 +173,7 @@ class EvaluationViewSet(_ProjectScoped):
                 name=fields["name"],
                 model_name=fields["model_name"],
                 spec=spec,
-                options=fields["options"],
+                options=options,
             )
         except DjangoValidationError as exc:
             body = error_fields(exc)
