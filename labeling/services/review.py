@@ -7,6 +7,22 @@ from metrics.agreement import OUTLIER_DISTANCE, outlier_labels
 from ..models import Label, Phase
 
 
+def review_label_row(lab) -> dict:
+    """One label as the review pages and API show it (``lab`` with its phase, labeler and ``n_revisions``)."""
+    return {
+        "label_id": lab.pk,
+        "phase": lab.phase.get_kind_display(),
+        "labeler": lab.labeler.pseudonym,
+        "labeler_id": lab.labeler_id,
+        "selection": lab.selection_text,
+        "tone_low": lab.tone_low,
+        "value": lab.value,
+        "uncertain": lab.uncertain,
+        "is_valid": lab.is_valid,
+        "n_revisions": lab.n_revisions,
+    }
+
+
 def review_candidates(phase: Phase, *, outlier_distance: float = OUTLIER_DISTANCE, limit: int = 500) -> dict:
     """Images that look like mistakes.
 
@@ -53,21 +69,7 @@ def review_candidates(phase: Phase, *, outlier_distance: float = OUTLIER_DISTANC
                 {
                     "image_id": image_id,
                     "reasons": reasons,
-                    "labels": [
-                        {
-                            "label_id": lab.pk,
-                            "phase": lab.phase.get_kind_display(),
-                            "labeler": lab.labeler.pseudonym,
-                            "labeler_id": lab.labeler_id,
-                            "selection": lab.selection_text,
-                            "tone_low": lab.tone_low,
-                            "value": lab.value,
-                            "uncertain": lab.uncertain,
-                            "is_valid": lab.is_valid,
-                            "n_revisions": lab.n_revisions,
-                        }
-                        for lab in image_labels
-                    ],
+                    "labels": [review_label_row(lab) for lab in image_labels],
                 }
             )
     candidates.sort(key=lambda c: (-len(c["reasons"]), c["image_id"]))

@@ -11,7 +11,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from ..models import Assignment, Image, Label, Phase, ReviewDecision
-from .review import review_candidates
+from .review import review_candidates, review_label_row
 
 #: The states an image in the review can be in, in the order the page lists them.
 STATES = ("open", "relabelled", "waiting_relabel", "accepted", "resolved")
@@ -77,20 +77,7 @@ def _no_longer_flagged(phase: Phase, image_ids: set[int]) -> list[dict]:
         for i in sorted(image_ids)
     }
     for lab in labels:
-        entries[lab.image_id]["labels"].append(
-            {
-                "label_id": lab.pk,
-                "phase": lab.phase.get_kind_display(),
-                "labeler": lab.labeler.pseudonym,
-                "labeler_id": lab.labeler_id,
-                "selection": lab.selection_text,
-                "tone_low": lab.tone_low,
-                "value": lab.value,
-                "uncertain": lab.uncertain,
-                "is_valid": lab.is_valid,
-                "n_revisions": lab.n_revisions,
-            }
-        )
+        entries[lab.image_id]["labels"].append(review_label_row(lab))
     return list(entries.values())
 
 

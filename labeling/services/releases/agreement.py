@@ -25,8 +25,9 @@ import numpy as np
 from metrics import agreement
 
 from ...models import Label, Phase
-from ..consensus import CONFIDENCE, MIN_IMAGES, N_RESAMPLES, WIDE_RANGE, too_little
-from ..consensus.numbers import num, stat
+from ..consensus import MIN_IMAGES, WIDE_RANGE, too_little
+from ..consensus.numbers import stat
+from ..consensus.summary import alpha_block
 from .finalise import STREAM_ROWS, _whole_result_plans
 
 #: Images reduced at a time. Measured at 250,000 images x 4 labels: 10,000 a chunk added 60 MB of RSS while
@@ -71,34 +72,6 @@ def _value_domain(phase: Phase) -> np.ndarray:
     low, high = zip(*pairs, strict=True)
     values = agreement.selection_values(_positions(low), _positions(high))
     return np.unique(values[~np.isnan(values)])
-
-
-def _alpha_block(counts: np.ndarray, domain: np.ndarray, n_images_2plus: int) -> dict[str, Any]:
-    """Ordinal alpha with its bootstrap interval, interval alpha alongside (as ``consensus.summary``)."""
-    if n_images_2plus < MIN_IMAGES:
-        reason = too_little(n_images_2plus)
-        return {
-            "ordinal": stat(math.nan, reason, low=None, high=None, interpretation=None),
-            "interval": stat(math.nan, reason),
-            "confidence": CONFIDENCE,
-            "n_resamples": N_RESAMPLES,
-        }
-    boot = agreement.bootstrap_alpha(
-        counts=counts, value_domain=domain, n_resamples=N_RESAMPLES, confidence=CONFIDENCE, seed=0
-    )
-    ordinal = stat(boot.estimate)
-    ordinal.update(
-        low=num(boot.low),
-        high=num(boot.high),
-        interpretation=None if ordinal["value"] is None else boot.interpretation,
-    )
-    # Interval alpha from the same count patterns as the ordinal estimate (``alpha_from_counts`` would
-    # make two float64 copies of the matrix: 80 MB at 250,000 images x 19 values).
-    interval_alpha = agreement.bootstrap_alpha(
-        counts=counts, value_domain=domain, level_of_measurement="interval", n_resamples=1, seed=0
-    ).estimate
-    interval = stat(interval_alpha)
-    return {"ordinal": ordinal, "interval": interval, "confidence": CONFIDENCE, "n_resamples": N_RESAMPLES}
 
 
 def phase_agreement(phase: Phase, *, chunk_images: int = AGREEMENT_CHUNK_IMAGES) -> dict[str, Any]:
@@ -175,7 +148,7 @@ def phase_agreement(phase: Phase, *, chunk_images: int = AGREEMENT_CHUNK_IMAGES)
             "near_consensus": rate("near_consensus"),
             "overlap_consensus": rate("overlap_consensus"),
             "complete_consensus": rate("complete_consensus"),
-            "alpha": _alpha_block(counts, domain, n_2plus),
+            "alpha": alpha_block(counts, domain, n_2plus, lean=True),
         },
         "k_of_n": [{"n_labels": n, "k_agreed": k, "n_items": c} for (n, k), c in sorted(k_of_n.items())],
         "unique_values": [{"n_unique_values": u, "n_items": c} for u, c in sorted(unique_values.items())],
