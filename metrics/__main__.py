@@ -24,7 +24,17 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("--error", default="error", help="per-sample error column")
     report.add_argument("--skin-tone", help="skin-tone column (numeric)")
     report.add_argument("--gender", help="gender column (categorical)")
-    report.add_argument("--body-shape", help="body-shape column (numeric)")
+    report.add_argument(
+        "--body-shape",
+        help="body-shape column: numbers are scored as a continuous attribute, text (slim, average, ...) as groups",
+    )
+    report.add_argument(
+        "--body-shape-kind",
+        choices=("auto", "continuous", "categorical"),
+        default="auto",
+        help="auto (default): continuous when every value is a number, categorical when none is; "
+        "categorical also turns numeric codes into groups",
+    )
     report.add_argument("--threshold", type=float, default=2.0, help="error threshold")
     report.add_argument("--alpha", type=float, default=0.05, help="significance level")
     report.add_argument(
@@ -145,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         skin_tone=args.skin_tone,
         gender=args.gender,
         body_shape=args.body_shape,
+        body_shape_kind=args.body_shape_kind,
         threshold=args.threshold,
         alpha=args.alpha,
         cluster_error_threshold=args.cluster_error_threshold,

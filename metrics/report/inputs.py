@@ -8,10 +8,26 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["ERROR_KINDS", "ReportInputError", "ReportOptions", "derive_errors", "load_table"]
+__all__ = [
+    "BODY_SHAPE_KINDS",
+    "ERROR_KINDS",
+    "MIN_GROUP_SIZE",
+    "ReportInputError",
+    "ReportOptions",
+    "derive_errors",
+    "load_table",
+]
 
 #: How a per-sample error is derived from a prediction and its ground truth.
 ERROR_KINDS = ("regression", "classification")
+
+#: How the body-shape column is read: ``auto`` (continuous when every value is a number, groups when
+#: none is), ``continuous`` or ``categorical`` (every value a group label, numbers included).
+BODY_SHAPE_KINDS = ("auto", "continuous", "categorical")
+
+#: Fewest rows a group of a categorical attribute needs to enter the KS tests; smaller groups are
+#: left out of them with a warning (their rows stay in every other score).
+MIN_GROUP_SIZE = 2
 
 _MAX_EXAMPLES = 5
 
@@ -36,6 +52,8 @@ class ReportOptions:
     skin_tone: str | None = None
     gender: str | None = None
     body_shape: str | None = None
+    #: One of ``BODY_SHAPE_KINDS``.
+    body_shape_kind: str = "auto"
     threshold: float = 2.0
     alpha: float = 0.05
     #: None: the cluster error threshold follows ``threshold``.
@@ -213,7 +231,6 @@ def _join(options: ReportOptions):
         (c, flag)
         for c, flag in (
             (options.skin_tone, "skin tone"),
-            (options.body_shape, "body shape"),
             (options.tone_min, "smallest tone label"),
             (options.tone_max, "largest tone label"),
         )
@@ -253,8 +270,81 @@ def _join(options: ReportOptions):
                 f"column {options.gender!r} (gender): {int(missing_gender.sum())} missing "
                 f"value(s), at {options.on} {', '.join(map(str, ids))}"
             )
+    body_treatment = None
+    if options.body_shape:
+        body_treatment = _body_shape(merged, options, problems)
     if len(merged) < 3:
         problems.append(f"too few samples: {len(merged)} matched row(s), need at least 3")
     if problems:
         raise ReportInputError(problems)
-    return merged, unmatched
+    return merged, unmatched, body_treatment
+
+
+def _missing(column) -> np.ndarray:
+    """Missing values of a column: NaN/None, or text that is empty once stripped."""
+    text = column.astype(str).str.strip()
+    return (column.isna() | (text == "")).to_numpy()
+
+
+def _body_shape(merged, options: ReportOptions, problems: list[str]) -> str | None:
+    """Decide how the body-shape column is scored and convert it in ``merged``.
+
+    Returns ``"continuous"`` (the column becomes float) or ``"categorical"`` (the column becomes
+    stripped text, one group per value), or None after appending a problem.
+    """
+    import pandas as pd
+
+    column, on = options.body_shape, options.on
+    if options.body_shape_kind not in BODY_SHAPE_KINDS:
+        problems.append(
+            f"--body-shape-kind must be one of {', '.join(BODY_SHAPE_KINDS)}, got {options.body_shape_kind!r}"
+        )
+        return None
+    raw = merged[column]
+    missing = _missing(raw)
+    if missing.any():
+        ids = merged.loc[missing, on].tolist()[:_MAX_EXAMPLES]
+        problems.append(
+            f"column {column!r} (body shape): {int(missing.sum())} missing value(s), at {on} {', '.join(map(str, ids))}"
+        )
+        return None
+    as_number = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64)
+    numeric = np.isfinite(as_number)
+    kind = options.body_shape_kind
+    if kind == "auto":
+        if numeric.all():
+            kind = "continuous"
+        elif not numeric.any():
+            kind = "categorical"
+        else:
+            ids = merged.loc[~numeric, on].tolist()[:_MAX_EXAMPLES]
+            text = merged.loc[~numeric, column].tolist()[:_MAX_EXAMPLES]
+            numbers = merged.loc[numeric, column].tolist()[:3]
+            problems.append(
+                f"column {column!r} (body shape): {int(numeric.sum())} value(s) are numbers (e.g. "
+                f"{', '.join(map(repr, numbers))}) and {int((~numeric).sum())} are not (values "
+                f"{', '.join(map(repr, text))} at {on} {', '.join(map(str, ids))}); fix those values for a "
+                "continuous body shape, or give --body-shape-kind categorical to treat every value as a group"
+            )
+            return None
+    if kind == "continuous":
+        if not numeric.all():
+            ids = merged.loc[~numeric, on].tolist()[:_MAX_EXAMPLES]
+            text = merged.loc[~numeric, column].tolist()[:_MAX_EXAMPLES]
+            problems.append(
+                f"column {column!r} (body shape): {int((~numeric).sum())} non-numeric value(s), at {on} "
+                f"{', '.join(map(str, ids))} (values {', '.join(map(repr, text))}); --body-shape-kind "
+                "continuous needs numbers (auto or categorical treat text as groups)"
+            )
+            return None
+        merged[column] = as_number
+        return "continuous"
+    # Categorical: numbers read from a CSV as floats are named without a trailing ".0".
+    merged[column] = [_label(v) for v in raw.tolist()]
+    return "categorical"
+
+
+def _label(value) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value).strip()

@@ -69,11 +69,15 @@ def _figures(report: dict, options: ReportOptions) -> list[dict]:
     results = report["_results"]
     errors = merged[options.error].to_numpy(dtype=np.float64)
     figures = []
-    if "gender" in results:
+    for key, column in (("gender", options.gender), ("body_shape", options.body_shape)):
+        part = report.get(key)
+        if key not in results or part is None or part.get("treatment", "categorical") != "categorical":
+            continue
+        what = key.replace("_", " ")
         fig, ax = plt.subplots(figsize=(6, 4))
-        groups = merged[options.gender].astype(str).to_numpy()
+        groups = merged[column].astype(str).to_numpy()
         bins = np.histogram_bin_edges(errors, bins=40)
-        for name in sorted(set(groups)):
+        for name in part.get("groups_tested") or sorted(set(groups)):
             ax.hist(
                 errors[groups == name],
                 bins=bins,
@@ -82,17 +86,16 @@ def _figures(report: dict, options: ReportOptions) -> list[dict]:
                 label=name,
             )
         ax.axvline(options.threshold, color="grey", linestyle="--", label="threshold")
-        part = report["gender"]
         ax.set_xlabel(options.error)
         ax.set_ylabel("density")
-        ax.set_title(f"Error distribution by gender (KS p = {part['p_value']:.3g})")
+        ax.set_title(f"Error distribution by {what} (KS p = {part['p_value']:.3g})")
         ax.legend()
-        figures.append(_render(fig, "Error distributions by gender"))
+        figures.append(_render(fig, f"Error distributions by {what}"))
     for key, column in (
         ("skin_tone", options.skin_tone),
         ("body_shape", options.body_shape),
     ):
-        if key not in results:
+        if key not in results or (report.get(key) or {}).get("treatment") == "categorical":
             continue
         result = results[key]
         x = merged[column].to_numpy(dtype=np.float64)
@@ -117,8 +120,18 @@ def _figures(report: dict, options: ReportOptions) -> list[dict]:
         figures.append(_render(fig, f"Error against {key.replace('_', ' ')}"))
     if "intersectional" in results:
         result = results["intersectional"]
-        z = result.standardised
         fig, ax = plt.subplots(figsize=(6, 5))
+        if report["intersectional"].get("body_shape_treatment") == "categorical":
+            # One column per body shape (jittered), standardised skin tone up the page.
+            shapes = merged[options.body_shape].astype(str).to_numpy()
+            names, codes = np.unique(shapes, return_inverse=True)
+            jitter = np.random.default_rng(0).uniform(-0.3, 0.3, codes.size)
+            z = np.column_stack([codes + jitter, result.standardised[:, 0]])
+            ax.set_xticks(range(names.size), names.tolist())
+            x_label = f"{options.body_shape} (categorical)"
+        else:
+            z = result.standardised
+            x_label = f"{options.body_shape} (standardised)"
         points = ax.scatter(z[:, 0], z[:, 1], c=errors, s=6, cmap="viridis")
         fig.colorbar(points, ax=ax, label=options.error)
         if result.n_customers:
@@ -131,7 +144,7 @@ def _figures(report: dict, options: ReportOptions) -> list[dict]:
                 label="in an underperforming cluster",
             )
             ax.legend()
-        ax.set_xlabel(f"{options.body_shape} (standardised)")
+        ax.set_xlabel(x_label)
         ax.set_ylabel(f"{options.skin_tone} (standardised)")
         ax.set_title("Intersectional map")
         figures.append(_render(fig, "Intersectional map (body shape x skin tone)"))
@@ -173,8 +186,18 @@ def _html(report: dict, figures: list[dict]) -> str:
             f"<code>{esc(report['settings']['error_column'])}</code>; threshold "
             f"{report['settings']['threshold']:g}; alpha {report['settings']['alpha']:g}.</p>"
         ),
+        *(
+            [
+                "<h2>Warnings</h2><ul>",
+                *(f"<li><strong>{esc(line)}</strong></li>" for line in report.get("warnings", [])),
+                "</ul>",
+            ]
+            if report.get("warnings")
+            else []
+        ),
         "<h2>Summary</h2><ul>",
-        *(f"<li>{esc(line)}</li>" for line in report["summary"]),
+        # The warnings lead the summary; the HTML shows them above it instead.
+        *(f"<li>{esc(line)}</li>" for line in report["summary"] if not line.startswith("Warning: ")),
         (
             "</ul><h2>Scores</h2><table><tr><th>Attribute</th><th>Test</th><th>p</th>"
             "<th>Significant</th><th>Score</th><th>Severity</th></tr>"
@@ -200,6 +223,36 @@ def _html(report: dict, figures: list[dict]) -> str:
             f"<td>{inter['n_customers']} customers</td><td>{inter['fraction']:.1%} of samples</td></tr>"
         )
     parts.append("</table>")
+    for key in ("gender", "body_shape"):
+        part = report[key]
+        if part is None or part.get("treatment", "categorical") != "categorical":
+            continue
+        parts.append(
+            f"<h2>{esc(key.replace('_', ' ').capitalize())} by group</h2>"
+            f"<p>Column <code>{esc(str(part['column']))}</code> treated as categorical"
+            + (f" ({esc(part['treatment_reason'])})" if part.get("treatment_reason") else "")
+            + f"; pairwise KS tests, {esc(part['correction'])}.</p>"
+            "<table><tr><th>group</th><th>n</th><th>mean error</th><th>note</th></tr>"
+        )
+        for name, mean in part["group_means"].items():
+            parts.append(
+                f"<tr><td>{esc(name)}</td><td>{part['group_sizes'][name]}</td><td>{mean:.3f}</td><td>tested</td></tr>"
+            )
+        for row in part.get("left_out", []):
+            parts.append(
+                f"<tr><td>{esc(row['group'])}</td><td>{row['n']}</td><td>{row['mean_error']:.3f}</td>"
+                f"<td>left out: {esc(row['reason'])}</td></tr>"
+            )
+        parts.append("</table>")
+        if len(part["pairs"]) > 1:
+            parts.append("<table><tr><th>pair (worse, better)</th><th>score</th><th>p</th><th>adjusted p</th></tr>")
+            for pair in part["pairs"]:
+                parts.append(
+                    f"<tr><td>{esc(pair['higher_error_group'])}, {esc(pair['lower_error_group'])}</td>"
+                    f"<td>{pair['score']:.3f}</td><td>{pair['p_value']:.3g}</td>"
+                    f"<td>{pair['p_value_adjusted']:.3g}</td></tr>"
+                )
+            parts.append("</table>")
     for key in ("body_shape", "skin_tone"):
         part = report[key]
         if part is None or "bands" not in part:

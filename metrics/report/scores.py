@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .inputs import ReportInputError, ReportOptions, _join
+from .inputs import MIN_GROUP_SIZE, ReportInputError, ReportOptions, _join
 
 __all__ = ["build_report"]
 
@@ -23,9 +23,10 @@ def build_report(options: ReportOptions) -> dict:
     Returns
     -------
     dict
-        Keys ``inputs``, ``settings``, ``gender``, ``skin_tone``, ``body_shape``,
-        ``intersectional`` (``None`` when not requested), ``summary`` (sentences) and
-        ``groups``.
+        Keys ``inputs``, ``settings``, ``warnings`` (groups left out of a test, and why),
+        ``gender``, ``skin_tone``, ``body_shape`` (``treatment``: ``"continuous"`` or
+        ``"categorical"``), ``intersectional`` (``None`` when not requested), ``summary``
+        (sentences, the warnings first) and ``groups``.
 
     Raises
     ------
@@ -34,7 +35,7 @@ def build_report(options: ReportOptions) -> dict:
     """
     from metrics import unfairness
 
-    merged, unmatched = _join(options)
+    merged, unmatched, body_treatment = _join(options)
     errors = merged[options.error].to_numpy(dtype=np.float64)
     cluster_threshold = (
         options.threshold if options.cluster_error_threshold is None else options.cluster_error_threshold
@@ -68,7 +69,17 @@ def build_report(options: ReportOptions) -> dict:
             "seed": options.seed,
             "min_cluster_size": options.min_cluster_size,
             "min_fraction": options.min_fraction,
+            "body_shape_treatment": body_treatment,
+            "body_shape_kind": options.body_shape_kind,
+            "body_shape_rule": _TREATMENT_RULE,
+            "min_group_size": MIN_GROUP_SIZE,
+            "small_group_rule": (
+                f"a group of a categorical attribute with fewer than {MIN_GROUP_SIZE} rows is left out of that "
+                "attribute's KS tests (named in the warnings); its rows stay in every other score; fewer than two "
+                "groups left is an error"
+            ),
         },
+        "warnings": [],
         "gender": None,
         "skin_tone": None,
         "body_shape": None,
@@ -83,22 +94,26 @@ def build_report(options: ReportOptions) -> dict:
         if options.on_step is not None:
             options.on_step(name)
 
-    if options.gender:
-        step("gender")
+    categorical_parts = [("gender", options.gender)]
+    if body_treatment == "categorical":
+        categorical_parts.append(("body_shape", options.body_shape))
+    for key, column in categorical_parts:
+        if not column:
+            continue
+        step(key)
+        labels = merged[column].astype(str).to_numpy()
         try:
-            result = unfairness.categorical_unfairness(
-                errors,
-                merged[options.gender].astype(str).to_numpy(),
-                alpha=options.alpha,
-            )
-            results["gender"] = result
-            report["gender"] = _categorical_json(result, options)
+            result, part, warned = _categorical_part(key, column, errors, labels, options)
         except ValueError as exc:
-            problems.append(f"gender ({options.gender}): {exc}")
-    for key, column in (
-        ("skin_tone", options.skin_tone),
-        ("body_shape", options.body_shape),
-    ):
+            problems.append(f"{key.replace('_', ' ')} ({column}): {exc}")
+            continue
+        report["warnings"].extend(warned)
+        results[key] = result
+        report[key] = part
+    continuous_parts = [("skin_tone", options.skin_tone)]
+    if body_treatment == "continuous":
+        continuous_parts.append(("body_shape", options.body_shape))
+    for key, column in continuous_parts:
         if not column:
             continue
         step(key)
@@ -119,6 +134,9 @@ def build_report(options: ReportOptions) -> dict:
             report[key] = _continuous_json(result, column, options)
             report[key]["bands"] = _bands_json(bands)
             report[key]["verdict"] = _verdict_json(unfairness.continuous_verdict(result, bands))
+            if key == "body_shape":
+                report[key]["treatment"] = "continuous"
+                report[key]["treatment_reason"] = _treatment_reason("continuous", options)
         except ValueError as exc:
             problems.append(f"{key.replace('_', ' ')} ({column}): {exc}")
     if problems:
@@ -165,12 +183,17 @@ def build_report(options: ReportOptions) -> dict:
         progress = options.progress
         if progress is None:
             progress = len(merged) >= _PROGRESS_ROWS
-        features = merged[[options.body_shape, options.skin_tone]].to_numpy(dtype=np.float64)
         settings = {
             "min_cluster_size": options.min_cluster_size,
             "error_threshold": cluster_threshold,
             "min_fraction": options.min_fraction,
         }
+        if body_treatment == "categorical":
+            # One-hot, not ordinal: no cluster mixes body shapes (see intersectional_unfairness's strata).
+            features = merged[[options.skin_tone]].to_numpy(dtype=np.float64)
+            settings["strata"] = merged[options.body_shape].to_numpy()
+        else:
+            features = merged[[options.body_shape, options.skin_tone]].to_numpy(dtype=np.float64)
         result = unfairness.intersectional_unfairness(
             errors,
             features,
@@ -189,8 +212,11 @@ def build_report(options: ReportOptions) -> dict:
         )
         results["intersectional"] = result
         ids = merged[options.on].to_numpy()
-        categorical = {c: merged[c].astype(str).to_numpy() for c in [options.gender, *options.groups] if c}
-        report["intersectional"] = _intersectional_json(result, ids, options, categorical, sweep)
+        strata = [options.body_shape] if body_treatment == "categorical" else []
+        categorical = {
+            c: merged[c].astype(str).to_numpy() for c in dict.fromkeys([*strata, options.gender, *options.groups]) if c
+        }
+        report["intersectional"] = _intersectional_json(result, ids, options, categorical, sweep, body_treatment)
     report["summary"] = _summary(report, options)
     report["groups"] = _groups_section(options, merged)
     report["_results"] = results
@@ -211,11 +237,25 @@ def _rate(k: int, n: int) -> dict:
     return {"k": int(k), "n": int(n), "rate": k / n if n else None, "ci_low": low, "ci_high": high}
 
 
-def _intersectional_json(result, ids, options: ReportOptions, categorical: dict, sweep: dict) -> dict:
+def _intersectional_json(
+    result, ids, options: ReportOptions, categorical: dict, sweep: dict, body_treatment: str | None = None
+) -> dict:
     from metrics.unfairness import describe_finding
 
-    names = [options.body_shape, options.skin_tone]
+    if body_treatment == "categorical":
+        names = [options.skin_tone]
+        encoding = (
+            f"{options.body_shape} is categorical: one-hot encoded and standardised with {options.skin_tone}, so "
+            f"samples of different body shapes are never neighbours (at least 2.83 standardised units apart, beyond "
+            f"every eps) and each region is one body shape times a {options.skin_tone} range; no order between "
+            "body shapes is assumed"
+        )
+    else:
+        names = [options.body_shape, options.skin_tone]
+        encoding = "both columns numeric, each standardised (z-score)"
     part = {
+        "encoding": encoding,
+        "body_shape_treatment": body_treatment,
         "score": result.n_customers,
         "n_customers": result.n_customers,
         "fraction": result.fraction,
@@ -311,12 +351,71 @@ def _verdict_json(verdict) -> dict:
     }
 
 
-def _categorical_json(result, options: ReportOptions) -> dict:
+_TREATMENT_RULE = (
+    "--body-shape-kind auto (default): continuous (slope t-test and bands) when every value is a number, "
+    "categorical (groups, like gender: pairwise KS tests, Holm-corrected) when no value is; a mix of numbers "
+    "and text is refused. --body-shape-kind continuous or categorical forces one treatment."
+)
+
+
+def _treatment_reason(treatment: str, options: ReportOptions) -> str:
+    if options.body_shape_kind != "auto":
+        return f"set by --body-shape-kind {options.body_shape_kind}"
+    if treatment == "continuous":
+        return "every value is a number (--body-shape-kind categorical treats numeric codes as groups)"
+    return "no value is a number: each distinct value is a group"
+
+
+def _categorical_part(key: str, column: str, errors: np.ndarray, labels: np.ndarray, options: ReportOptions):
+    """KS tests over the groups of a categorical attribute, groups below ``MIN_GROUP_SIZE`` left out.
+
+    Returns the result, its JSON part and the warnings; raises ValueError when fewer than two groups can
+    be tested.
+    """
+    from metrics.unfairness import categorical_unfairness
+
+    what = key.replace("_", " ")
+    names, counts = np.unique(labels, return_counts=True)
+    sizes = dict(zip(names.tolist(), counts.tolist(), strict=True))
+    small = [g for g in names.tolist() if sizes[g] < MIN_GROUP_SIZE]
+    tested = [g for g in names.tolist() if sizes[g] >= MIN_GROUP_SIZE]
+    listing = ", ".join(f"{g!r} ({sizes[g]} row{'s' if sizes[g] != 1 else ''})" for g in names.tolist())
+    if len(tested) < 2:
+        raise ValueError(
+            f"nothing left to test: the KS test compares at least two groups of at least {MIN_GROUP_SIZE} rows, "
+            f"and the column has {len(tested)} such group(s) among {listing}; merge small groups or leave "
+            f"out --{key.replace('_', '-')}"
+        )
+    warned = [
+        f"{what} ({column}): group {g!r} has {sizes[g]} row(s), fewer than the {MIN_GROUP_SIZE} a KS test needs; "
+        f"it is left out of the {what} tests (its rows stay in every other score)"
+        for g in small
+    ]
+    keep = np.isin(labels, tested)
+    result = categorical_unfairness(errors[keep], labels[keep], alpha=options.alpha)
+    part = _categorical_json(result, options, column)
+    part["treatment"] = "categorical"
+    if key == "body_shape":
+        part["treatment_reason"] = _treatment_reason("categorical", options)
+    part["groups_tested"] = [str(g) for g in tested]
+    part["left_out"] = [
+        {
+            "group": str(g),
+            "n": int(sizes[g]),
+            "mean_error": float(errors[labels == g].mean()),
+            "reason": f"fewer than {MIN_GROUP_SIZE} rows: not tested",
+        }
+        for g in small
+    ]
+    return result, part, warned
+
+
+def _categorical_json(result, options: ReportOptions, column: str | None = None) -> dict:
     from metrics.unfairness import severity
 
     sev = severity(result.score, options.threshold)
     return {
-        "column": options.gender,
+        "column": options.gender if column is None else column,
         "test": "two-sample Kolmogorov-Smirnov",
         "correction": result.correction,
         "n_pairs": result.n_pairs,
@@ -366,26 +465,25 @@ def _continuous_json(result, column: str, options: ReportOptions) -> dict:
 
 
 def _summary(report: dict, options: ReportOptions) -> list[str]:
-    lines = []
-    unit_threshold = f"the error threshold {options.threshold:g}"
-    part = report["gender"]
-    if part is not None:
-        tested = "" if part["n_pairs"] == 1 else f", {part['correction']}, adjusted p = {part['p_value_adjusted']:.3g}"
-        if part["significant"]:
-            lines.append(
-                f"Gender unfairness is significant (KS p = {part['p_value']:.3g}{tested} < "
-                f"{options.alpha:g}); score {part['score']:.3g} ({part['higher_error_group']} worse than "
-                f"{part['lower_error_group']}) is {part['severity']} ({part['severity_ratio']:.0%} of {unit_threshold})."
-            )
-        else:
-            lines.append(
-                f"Gender unfairness is not significant (KS p = {part['p_value']:.3g}{tested} >= "
-                f"{options.alpha:g}); the score {part['score']:.3g} would be "
-                f"{part['severity']} ({part['severity_ratio']:.0%} of {unit_threshold})."
-            )
+    lines = [f"Warning: {line}." for line in report.get("warnings", [])]
+    if report["gender"] is not None:
+        lines.append(_categorical_summary("Gender", report["gender"], options))
     for key, label in (("body_shape", "Body shape"), ("skin_tone", "Skin tone")):
         part = report[key]
-        if part is not None:
+        if part is None:
+            continue
+        if key == "body_shape":
+            groups = (
+                f": {len(part['groups_tested'])} groups tested ({', '.join(part['groups_tested'])})"
+                if part["treatment"] == "categorical"
+                else ""
+            )
+            lines.append(
+                f"Body shape ({part['column']}) is treated as {part['treatment']} ({part['treatment_reason']}){groups}."
+            )
+        if part.get("treatment") == "categorical":
+            lines.append(_categorical_summary(label, part, options))
+        else:
             lines.extend(_continuous_summary(label, part, options))
     inter = report["intersectional"]
     if inter is not None:
@@ -414,6 +512,22 @@ def _summary(report: dict, options: ReportOptions) -> list[str]:
             + ("it survives the labelers' disagreement." if check["robust"] else "it does NOT survive reliably.")
         )
     return lines
+
+
+def _categorical_summary(label: str, part: dict, options: ReportOptions) -> str:
+    unit_threshold = f"the error threshold {options.threshold:g}"
+    tested = "" if part["n_pairs"] == 1 else f", {part['correction']}, adjusted p = {part['p_value_adjusted']:.3g}"
+    if part["significant"]:
+        return (
+            f"{label} unfairness is significant (KS p = {part['p_value']:.3g}{tested} < "
+            f"{options.alpha:g}); score {part['score']:.3g} ({part['higher_error_group']} worse than "
+            f"{part['lower_error_group']}) is {part['severity']} ({part['severity_ratio']:.0%} of {unit_threshold})."
+        )
+    return (
+        f"{label} unfairness is not significant (KS p = {part['p_value']:.3g}{tested} >= "
+        f"{options.alpha:g}); the score {part['score']:.3g} would be "
+        f"{part['severity']} ({part['severity_ratio']:.0%} of {unit_threshold})."
+    )
 
 
 def _continuous_summary(label: str, part: dict, options: ReportOptions) -> list[str]:
@@ -472,6 +586,8 @@ def _intersectional_summary(inter: dict, options: ReportOptions) -> list[str]:
         f"DBSCAN min_samples = {inter['min_samples']} (not given by seed 000; flagged customers by "
         f"min_samples: {counts}); cluster error threshold {inter['error_threshold']:g}."
     )
+    if inter.get("body_shape_treatment") == "categorical":
+        setting += f" Encoding: {inter['encoding']}."
     if inter["p_value"] is None:
         verdict = "no permutation null was run (--permutations 0), so this count has no null reference"
     else:

@@ -178,6 +178,7 @@ def intersectional_unfairness(
     n_permutations: int = 0,
     seed: int = 0,
     alpha: float = 0.05,
+    strata: Sequence[object] | np.ndarray | None = None,
 ) -> IntersectionalUnfairness:
     """Customers in clusters of similar attributes where the model underperforms.
 
@@ -224,6 +225,18 @@ def intersectional_unfairness(
         Seed of the shuffles.
     alpha : float, default 0.05
         Significance level of the permutation test.
+    strata : array-like of shape (n,), optional
+        A categorical attribute (e.g. body shape given as "slim", "average", "heavy"): samples
+        of different categories are never neighbours, so no cluster mixes categories and each
+        region is one category times a range of the features. For every ``eps`` below
+        ``2 * sqrt(2)`` (the seed's ensemble stops at 1) this is exactly DBSCAN on the features
+        plus the one-hot encoding of ``strata``, all z-scored: two samples of different
+        categories differ by ``1 / sqrt(p (1 - p)) >= 2`` in each of two one-hot columns, so
+        they are at least ``2 * sqrt(2)`` apart, while samples of one category keep their
+        distance on the features. It is computed with one added column that places the
+        categories farther apart than the largest ``eps`` (so one feature plus ``strata`` keeps
+        the fast 2-D path). Categories carry no order or distance: an ordinal code would invent
+        both.
 
     Returns
     -------
@@ -258,8 +271,18 @@ def intersectional_unfairness(
     eps_values = np.power(10.0, exponents)
     z = standardise(x)
     above = values >= error_threshold
+    points = z
+    if strata is not None:
+        import pandas as pd
 
-    labels_iter = _labels_per_eps(z, eps_values, min_samples)
+        categories = np.asarray(strata, dtype=object)
+        if categories.shape != (values.size,):
+            raise ValueError(f"strata must have one entry per sample: {categories.size} vs {values.size}")
+        codes, _ = pd.factorize(pd.Series(categories).astype(str), sort=True)
+        spacing = 2.0 * float(eps_values.max(initial=1.0)) + 1.0
+        points = np.column_stack([codes.astype(np.float64) * spacing, z])
+
+    labels_iter = _labels_per_eps(points, eps_values, min_samples)
     if progress:
         from tqdm import tqdm
 
