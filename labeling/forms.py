@@ -84,6 +84,14 @@ class MemberForm(forms.Form):
     password = forms.CharField(
         widget=forms.PasswordInput, required=False, help_text="For a new person (at least 8 characters)."
     )
+    email = forms.EmailField(
+        required=False,
+        max_length=254,
+        label="Email (recommended)",
+        help_text="For a new person: with it they can reset a forgotten password themselves; without it, only an "
+        "administrator can. They can change it on their account page.",
+        error_messages={"invalid": "Give an email address such as name@example.org (or leave it empty)."},
+    )
     role = forms.ChoiceField(choices=Membership.Role.choices, initial=Membership.Role.LABELER)
     pseudonym = forms.CharField(max_length=40, required=False, help_text="Left empty: L01, L02, ...")
     expertise = forms.CharField(max_length=200, required=False)
@@ -95,6 +103,30 @@ class MemberForm(forms.Form):
         help_text="Only with the person's agreement: their profile then appears next to their id in released "
         "datasets. Otherwise releases carry team-level summaries only.",
     )
+
+
+class AccountEmailForm(forms.Form):
+    """A person's own email address (empty: none), changed with their current password: a session left open
+    elsewhere must not be enough to point the password reset at someone else's mailbox."""
+
+    email = forms.EmailField(
+        required=False,
+        max_length=254,
+        label="Email address",
+        error_messages={"invalid": "Give an email address such as name@example.org (or leave it empty)."},
+    )
+    password = forms.CharField(widget=forms.PasswordInput, label="Current password", strip=False)
+
+    def __init__(self, user, *args, **kwargs):
+        self.user = user
+        super().__init__(*args, **kwargs)
+
+    def clean_password(self):
+        password = self.cleaned_data["password"]
+        if not self.user.check_password(password):
+            self.wrong_password = True
+            raise forms.ValidationError("That is not your current password.")
+        return password
 
 
 def split_ids(raw: str) -> list[str]:

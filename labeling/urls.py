@@ -26,6 +26,7 @@ urlpatterns = [
     path("login/", auth.ThrottledLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     # Every account changes its password, or asks for a reset link by mail (views.auth: behind the sign-in brake).
+    path("account/", auth.account_page, name="account"),
     path("account/password/", auth.ThrottledPasswordChangeView.as_view(), name="password_change"),
     path("account/password/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
     path("account/password-reset/", auth.ThrottledPasswordResetView.as_view(), name="password_reset"),

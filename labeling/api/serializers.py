@@ -107,12 +107,16 @@ class ProjectSerializer(serializers.ModelSerializer):
 
 class MembershipSerializer(serializers.ModelSerializer):
     username = serializers.CharField(source="user.username", read_only=True)
+    email = serializers.CharField(
+        source="user.email", read_only=True, help_text="The account's address for password resets (empty: none)."
+    )
 
     class Meta:
         model = Membership
         fields = [
             "id",
             "username",
+            "email",
             "role",
             "pseudonym",
             "expertise",
@@ -126,6 +130,13 @@ class MembershipSerializer(serializers.ModelSerializer):
 class MembershipCreateSerializer(serializers.Serializer):
     username = serializers.CharField(max_length=150)
     password = serializers.CharField(max_length=128, required=False, write_only=True, allow_blank=True)
+    email = serializers.CharField(
+        max_length=254,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="For a new person (recommended): the address a forgotten password is reset through.",
+    )
     role = serializers.ChoiceField(choices=Membership.Role.choices, default=Membership.Role.LABELER)
     pseudonym = serializers.CharField(max_length=40, required=False, allow_blank=True)
     expertise = serializers.CharField(max_length=200, required=False, allow_blank=True)

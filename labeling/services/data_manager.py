@@ -503,8 +503,10 @@ def data_bulk(
     - ``accept`` / ``resolve``: the post-calibration review's decision on each image.
     """
     from .labels import relabel_request
+    from .project_lifecycle import project_refuse_if_archived
     from .review_decisions import review_decide
 
+    project_refuse_if_archived(project.pk, "change its images")
     if action not in BULK_ACTIONS:
         raise ValidationError({"action": f"One of: {', '.join(BULK_ACTIONS)}."})
     images = _bulk_images(project, image_ids, params)

@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from ..models import Image, ImageBaseline, ImportBatch, Job
 from . import queue
+from .project_lifecycle import project_refuse_if_archived
 
 #: At most this many failures are listed on the job (all are on the images and their baselines).
 MAX_LISTED_FAILURES = 200
@@ -194,7 +195,13 @@ def image_job_retry(*, job: Job) -> int:
     -------
     int
         How many images were sent again (0: nothing to retry).
+
+    Raises
+    ------
+    django.core.exceptions.ValidationError
+        The project is archived.
     """
+    project_refuse_if_archived(job.project_id, "retry its jobs")
     derivatives, baselines = _unfinished(job)
     if not derivatives and not baselines:
         return 0

@@ -508,6 +508,7 @@ def reflection_is_skipped(reflection: Reflection) -> bool:
 def reflection_submit(*, phase: Phase, labeler: Membership, skipped: bool = False, **fields) -> Reflection:
     """Save a labeler's reflection. It needs at least one answer, unless the labeler explicitly skips
     it (``skipped``): then it is recorded with no answers, and the lead sees it as skipped."""
+    project_refuse_if_archived(phase.project_id, "answer its reflections")
     if skipped:
         fields = {}
     if not phase.is_calibration:

@@ -207,6 +207,7 @@ def calibration_configure(
 
 def phase_images_set(*, phase: Phase, image_ids: Iterable[int]) -> None:
     """Set a draft phase's images by hand (e.g. main or post-calibration)."""
+    project_refuse_if_archived(phase.project_id, "change its phases")
     _require_draft(phase)
     ids = list(dict.fromkeys(int(i) for i in image_ids))
     if phase.project.images.filter(id__in=ids).count() != len(ids):
@@ -365,6 +366,7 @@ def phase_close_summary(phase: Phase) -> dict:
 @transaction.atomic
 def phase_close(*, phase: Phase) -> Phase:
     phase = Phase.objects.select_for_update().get(pk=phase.pk)
+    project_refuse_if_archived(phase.project_id, "close a phase")
     if phase.status != Phase.Status.OPEN:
         raise ValidationError(f"{phase.get_kind_display()} is not open.")
     phase.status = Phase.Status.CLOSED

@@ -34,13 +34,22 @@ from ..models import (
 
 logger = logging.getLogger(__name__)
 
-ARCHIVED_MESSAGE = "This project is archived, so it is read-only. A lead can unarchive it on its settings page."
+ARCHIVED_MESSAGE = (
+    "This project is archived, so it is read-only: a lead can unarchive it on its settings page to {doing}."
+)
 
 
-def project_refuse_if_archived(project_id: int) -> None:
-    """Raise ``ValidationError`` if the project is archived: nothing new (labels, imports, phase changes) joins it."""
+def project_refuse_if_archived(project_id: int, doing: str = "change it again") -> None:
+    """Raise ``ValidationError`` (code ``archived``) if the project is archived: nothing about it changes.
+
+    Every service that writes a project's data calls this first (labels, corrections, relabel requests, reviews,
+    imports, phases, calibration, members, examples, settings, data manager actions, baselines, releases,
+    evaluations, gates), so the pages and the API refuse alike. ``doing`` ends the message in plain words
+    ("This project is archived ...: a lead can unarchive it ... to make a release."). Reading, downloading
+    published releases and their files, unarchiving and deleting stay possible.
+    """
     if Project.objects.filter(pk=project_id, archived_at__isnull=False).exists():
-        raise ValidationError(ARCHIVED_MESSAGE, code="archived")
+        raise ValidationError(ARCHIVED_MESSAGE.format(doing=doing), code="archived")
 
 
 def project_archive(*, project: Project, user) -> Project:

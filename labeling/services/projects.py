@@ -162,6 +162,9 @@ def membership_add(
     *, project: Project, user, role: str = Membership.Role.LABELER, pseudonym: str = "", **profile
 ) -> Membership:
     """Give ``user`` a role in ``project`` with a pseudonymous id (generated when not given)."""
+    from .project_lifecycle import project_refuse_if_archived
+
+    project_refuse_if_archived(project.pk, "add people to it")
     if role not in Membership.Role.values:
         raise ValidationError({"role": f"Unknown role {role!r}."})
     unknown = set(profile) - set(PROFILE_FIELDS)
@@ -188,11 +191,14 @@ def labeler_create(
     password: str,
     role: str = Membership.Role.LABELER,
     created_by=None,
+    email: str = "",
     **kwargs,
 ) -> Membership:
     """Create a sign-in for a new person and add them to the project; ``created_by`` is recorded
-    (``AccountOrigin``): that lead may add the account to their other projects."""
+    (``AccountOrigin``): that lead may add the account to their other projects. ``email`` (optional) is how
+    the person resets a forgotten password; they can change it on their account page."""
     from ..models import AccountOrigin
+    from .accounts import email_clean
 
     User = get_user_model()
     username = username.strip()
@@ -202,7 +208,8 @@ def labeler_create(
         raise ValidationError({"username": f"The username {username!r} is taken."})
     if len(password or "") < 8:
         raise ValidationError({"password": "Use at least 8 characters."})
-    user = User.objects.create_user(username=username, password=password)
+    email = email_clean(email)
+    user = User.objects.create_user(username=username, password=password, email=email)
     if created_by is not None and getattr(created_by, "is_authenticated", False):
         AccountOrigin.objects.create(user=user, created_by=created_by)
     return membership_add(project=project, user=user, role=role, **kwargs)
@@ -222,20 +229,42 @@ def account_may_be_added(*, user, added_by) -> bool:
 
 
 def member_add_or_create(
-    *, project: Project, username: str, role: str, added_by, password: str = "", pseudonym: str = "", **profile
+    *,
+    project: Project,
+    username: str,
+    role: str,
+    added_by,
+    password: str = "",
+    pseudonym: str = "",
+    email: str = "",
+    **profile,
 ) -> Membership:
-    """Add the person with this username to ``project``; a new person gets a sign-in first (needs ``password``).
+    """Add the person with this username to ``project``; a new person gets a sign-in first (needs ``password``;
+    ``email``, optional, lets them reset a forgotten password themselves).
 
     The members page and ``POST /api/projects/{id}/members/`` both come here. An existing account is
     added only if ``added_by`` may (:func:`account_may_be_added`). The answer for an account that may not
-    be added is the same as for a username nobody has, so it never tells whether a username exists.
+    be added is the same as for a username nobody has, so it never tells whether a username exists. An existing
+    account keeps its own email address (its owner sets it): one given for it is refused if it differs.
     """
+    from .accounts import email_clean
+    from .project_lifecycle import project_refuse_if_archived
+
+    project_refuse_if_archived(project.pk, "add people to it")
     username = (username or "").strip()
+    email = email_clean(email)
     user = get_user_model().objects.filter(username=username).first()
     if user is not None and project.memberships.filter(user=user).exists():
         # Already on the members list the lead sees: nothing to hide.
         raise ValidationError({"username": f"{user.get_username()} is already a member of this project."})
     if user is not None and account_may_be_added(user=user, added_by=added_by):
+        if email and email.lower() != (user.email or "").lower():
+            raise ValidationError(
+                {
+                    "email": f"{user.get_username()} already has a sign-in: its email address is theirs to set on "
+                    "their account page. Leave the email empty to add them."
+                }
+            )
         return membership_add(project=project, user=user, role=role, pseudonym=pseudonym, **profile)
     if user is not None and len(password or "") >= 8:
         raise ValidationError({"username": f"The username “{username}” cannot be used: choose another."})
@@ -254,6 +283,7 @@ def member_add_or_create(
         role=role,
         pseudonym=pseudonym,
         created_by=added_by,
+        email=email,
         **profile,
     )
 
@@ -262,7 +292,9 @@ def member_add_or_create(
 def tone_examples_set(*, project: Project, tone_position: int, external_ids: list[str]) -> list:
     """Set the example images shown with the instructions for one tone (by image id in the project)."""
     from ..models import ToneExample
+    from .project_lifecycle import project_refuse_if_archived
 
+    project_refuse_if_archived(project.pk, "change its examples")
     tone = project.scale.tones.filter(position=tone_position).first()
     if tone is None:
         raise ValidationError({"tone": f"Tone {tone_position} is not on this project's scale."})

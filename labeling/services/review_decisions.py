@@ -11,6 +11,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from ..models import Assignment, Image, Label, Phase, ReviewDecision
+from .project_lifecycle import project_refuse_if_archived
 from .review import review_candidates, review_label_row
 
 #: The states an image in the review can be in, in the order the page lists them.
@@ -28,6 +29,7 @@ NOTE_MAX = 2000
 @transaction.atomic
 def review_decide(*, phase: Phase, image: Image, state: str, user, note: str = "") -> ReviewDecision:
     """Record (or change) the lead's decision on an image of ``phase``'s review."""
+    project_refuse_if_archived(phase.project_id, "decide on its review")
     if state not in ReviewDecision.State.values:
         raise ValidationError({"state": f"Choose one of: {', '.join(ReviewDecision.State.values)}."})
     if image.project_id != phase.project_id:
@@ -43,6 +45,7 @@ def review_decide(*, phase: Phase, image: Image, state: str, user, note: str = "
 
 def review_withdraw(*, phase: Phase, image: Image) -> int:
     """Withdraw the decision on an image: it is listed as open again. Returns how many were withdrawn."""
+    project_refuse_if_archived(phase.project_id, "decide on its review")
     deleted, _ = ReviewDecision.objects.filter(phase=phase, image=image).delete()
     return deleted
 

@@ -1,8 +1,15 @@
 """Sign-in, password change and password reset, all behind the brake on password guessing (``labeling.signin``)."""
 
+from django.contrib import messages
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import LoginView
+from django.core.exceptions import ValidationError
+from django.shortcuts import redirect, render
 
+from ..errors import form_add_error
+from ..forms import AccountEmailForm
+from ..services.accounts import account_email_set
 from ..signin import signin_failed, signin_locked, signin_rate_allows, signin_succeeded
 
 
@@ -74,3 +81,31 @@ class PasswordResetConfirmView(auth_views.PasswordResetConfirmView):
     says so), so resetting is never a way around the brake."""
 
     post_reset_login = False
+
+
+@login_required
+def account_page(request):
+    """The signed-in person's account: the email address password resets go to (set, changed or removed with the
+    current password, which is a password check like signing in: a wrong one counts against the brake, and while
+    the username is locked or past the per-address rate the form is refused with 429), and the password change."""
+    user = request.user
+    form = AccountEmailForm(user, request.POST or None, initial={"email": user.email})
+    if request.method == "POST":
+        if signin_locked(user.get_username()) or not signin_rate_allows(request):
+            form = AccountEmailForm(user, initial={"email": user.email})
+            return render(request, "registration/account.html", {"form": form, "locked": True}, status=429)
+        if form.is_valid():
+            signin_succeeded(user.get_username())
+            try:
+                email = account_email_set(user=user, email=form.cleaned_data["email"])
+            except ValidationError as exc:
+                form_add_error(form, exc)
+            else:
+                messages.success(
+                    request,
+                    f"Saved: reset links now go to {email}." if email else "Saved: your account has no email address.",
+                )
+                return redirect("account")
+        elif getattr(form, "wrong_password", False):
+            signin_failed(user.get_username())
+    return render(request, "registration/account.html", {"form": form})

@@ -124,7 +124,11 @@ def baselines_overview(request, pk: int):
 def baselines_run(request, pk: int):
     project = _lead_project(request, pk)
     if request.POST.get("only_without_current") == "1":
-        job = svc.baseline_run_outdated(project=project, user=request.user)
+        try:
+            job = svc.baseline_run_outdated(project=project, user=request.user)
+        except ValidationError as exc:
+            messages.error(request, f"The run was not started: {error_text(exc)}")
+            return redirect("baselines", pk=project.pk)
         if job is None:
             messages.info(request, "Every image already has a result for the current method and parameters.")
             return redirect("baselines", pk=project.pk)

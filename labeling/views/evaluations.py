@@ -143,8 +143,12 @@ def evaluation_gate_create_page(request, pk: int):
 @require_POST
 def evaluation_gate_delete_page(request, pk: int, gate_id: int):
     project, _ = page_project(request, pk, Membership.Role.LEAD)
-    project.evaluation_gates.filter(pk=gate_id).delete()
-    messages.success(request, "Gate removed.")
+    try:
+        svc.gate_delete(project, gate_id)
+    except ValidationError as exc:
+        messages.error(request, "The gate was kept: " + error_text(exc))
+    else:
+        messages.success(request, "Gate removed.")
     return redirect("evaluations", pk=project.pk)
 
 

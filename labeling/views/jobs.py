@@ -143,7 +143,11 @@ def project_job_retry(request, pk: int, job_id: int):
             return redirect("project-job", pk=project.pk, job_id=job.pk)
         messages.success(request, f"Retrying the {new.total} failed images of run {job.pk} as run {new.pk}.")
         return redirect("project-job", pk=project.pk, job_id=new.pk)
-    n = image_jobs.image_job_retry(job=job)
+    try:
+        n = image_jobs.image_job_retry(job=job)
+    except ValidationError as exc:
+        messages.error(request, error_text(exc))
+        return redirect("project-job", pk=project.pk, job_id=job.pk)
     if n:
         messages.success(request, f"Retrying {n} images.")
     else:

@@ -293,7 +293,6 @@ class EvaluationGateViewSet(_ProjectScoped):
     @extend_schema(responses={204: None})
     def destroy(self, request, project_pk=None, pk=None):
         project = self.project(Membership.Role.LEAD)
-        deleted, _ = project.evaluation_gates.filter(pk=pk).delete()
-        if not deleted:
+        if not svc.gate_delete(project, pk):
             raise NotFound("No such gate in this project.")
         return Response(status=status.HTTP_204_NO_CONTENT)

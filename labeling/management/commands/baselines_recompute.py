@@ -21,6 +21,10 @@ class Command(BaseCommand):
                 raise CommandError("Unknown project id.")
         started = 0
         for project in projects:
+            if project.is_archived:
+                # Read-only until a lead unarchives it (then run this again, or use the baselines page).
+                self.stdout.write(f"project {project.pk}: archived, skipped")
+                continue
             job = baseline_run_outdated(project=project)
             if job is not None:
                 started += 1

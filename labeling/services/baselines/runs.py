@@ -73,7 +73,7 @@ def baseline_run_start(
     Raises
     ------
     django.core.exceptions.ValidationError
-        Bad parameters or image ids.
+        Bad parameters or image ids; the project is archived.
 
     Examples
     --------
@@ -82,7 +82,9 @@ def baseline_run_start(
     ('baseline', 40)
     """
     from .. import queue
+    from ..project_lifecycle import project_refuse_if_archived
 
+    project_refuse_if_archived(project.pk, "compute baselines")
     overrides = baseline_parameters_validate(parameters)
     with transaction.atomic():
         if retry_of is not None:

@@ -5,7 +5,7 @@ Modules: ``joining`` (reading a results file, matching it with the release's ima
 by side with a paired test, a model's history, CI gates). Callers import from ``labeling.services.evaluations``.
 """
 
-from .compare import evaluation_compare, gate_create, gate_rules_clean, gates_check, model_history
+from .compare import evaluation_compare, gate_create, gate_delete, gate_rules_clean, gates_check, model_history
 from .joining import AUTO_ID_COLUMNS, MATCH_COLUMNS, JoinSpec
 from .runs import (
     DEFAULT_OPTIONS,
@@ -36,6 +36,7 @@ __all__ = [
     "evaluation_file_path",
     "evaluation_run",
     "gate_create",
+    "gate_delete",
     "gate_rules_clean",
     "gates_check",
     "model_history",

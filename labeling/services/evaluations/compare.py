@@ -12,6 +12,7 @@ from metrics.compare import compare_errors
 from metrics.gate import FAIL_ON, GateRules, evaluate
 
 from ...models import EvaluationGate, EvaluationRun, Project
+from ..project_lifecycle import project_refuse_if_archived
 from .joining import KEY
 from .runs import evaluation_dir
 
@@ -172,6 +173,7 @@ def gate_rules_clean(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def gate_create(project: Project, user, name: str, rules: dict[str, Any]) -> EvaluationGate:
+    project_refuse_if_archived(project.pk, "change its gates")
     name = (name or "").strip()
     if not name or len(name) > 200:
         raise ValidationError({"name": "Give the gate a name (at most 200 characters)."})
@@ -179,6 +181,13 @@ def gate_create(project: Project, user, name: str, rules: dict[str, Any]) -> Eva
     if project.evaluation_gates.filter(name=name).exists():
         raise ValidationError({"name": f"This project already has a gate named {name!r}."})
     return EvaluationGate.objects.create(project=project, name=name, rules=clean, created_by=user)
+
+
+def gate_delete(project: Project, gate_id) -> int:
+    """Remove one of the project's gates; returns how many were removed (0: no such gate in the project)."""
+    project_refuse_if_archived(project.pk, "change its gates")
+    deleted, _ = project.evaluation_gates.filter(pk=gate_id).delete()
+    return deleted
 
 
 def gates_check(run: EvaluationRun, gates=None) -> dict:

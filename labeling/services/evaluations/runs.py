@@ -30,6 +30,7 @@ from metrics.report import ReportInputError, ReportOptions, tone_composition, wr
 
 from ...models import EvaluationRun, Job, Project, Release
 from .. import queue
+from ..project_lifecycle import project_refuse_if_archived
 from ..releases import release_file_path
 from ..releases.tables import FIXED_IMAGE_COLUMNS
 from .joining import KEY, JoinSpec, ResultsError, join_results, read_results, release_samples
@@ -221,8 +222,10 @@ def evaluation_create(
     ------
     django.core.exceptions.ValidationError
         Per field: name, release (not this project's, not published), file (type, size, unreadable),
-        options, and the join (``results``: one line per problem; ``join``: what was counted).
+        options, and the join (``results``: one line per problem; ``join``: what was counted); the project
+        is archived.
     """
+    project_refuse_if_archived(project.pk, "score a model")
     spec = spec or JoinSpec()
     problems: dict[str, Any] = {}
     name = (name or "").strip()
@@ -333,6 +336,11 @@ def evaluation_run(run: EvaluationRun) -> EvaluationRun:
     """Compute the run's report with ``metrics.report.write_report`` (safe to run again: starts afresh)."""
     if run.status in (EvaluationRun.Status.DONE, EvaluationRun.Status.FAILED):
         return run  # a finished run, or one given up by the sweeper, is never recomputed
+    if Project.objects.filter(pk=run.project_id, archived_at__isnull=False).exists():
+        # Archived after the upload: an archived project is read-only, so no report is written into it.
+        evaluation_fail(run, "The project was archived before this run was scored: unarchive it to score the model.")
+        run.refresh_from_db()
+        return run
     now = timezone.now()
     EvaluationRun.objects.filter(pk=run.pk).update(status=EvaluationRun.Status.RUNNING, error="")
     if run.job_id:

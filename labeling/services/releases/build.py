@@ -336,6 +336,10 @@ def release_build(release: Release, *, final_attempt: bool = True) -> Release:
     release = Release.objects.select_related("project__scale", "previous", "job").get(pk=release.pk)
     if release.status not in Release.ACTIVE:
         return release
+    if release.project.is_archived:
+        # Archived after the request: an archived project is read-only, so nothing is published into it.
+        _fail(release, "The project was archived before this release was built: unarchive it to make the release.")
+        return release
     n_images = release.project.images.count()
     Release.objects.filter(pk=release.pk, status=Release.Status.QUEUED).update(status=Release.Status.RUNNING)
     _job_update(release, status=Job.Status.RUNNING, started_at=timezone.now(), total=n_images, done=0)

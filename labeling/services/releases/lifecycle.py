@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from ...models import Job, Project, Release
 from .. import queue
+from ..project_lifecycle import project_refuse_if_archived
 from .build import code_version
 from .finalise import project_has_labels
 from .rules import card_text_clean, rule_clean
@@ -30,8 +31,10 @@ def release_request(
     ------
     django.core.exceptions.ValidationError
         Per field: the rule (:func:`rule_clean`, every category included or excluded explicitly), a
-        missing card text; "No labels to release yet"; another release still queued or running.
+        missing card text; "No labels to release yet"; another release still queued or running; the
+        project is archived.
     """
+    project_refuse_if_archived(project.pk, "make a release")
     rule = rule_clean({**(rule or {}), "with_images": with_images}, explicit=True)
     card_text = card_text_clean(card_text)
     if not project_has_labels(project):
