@@ -186,6 +186,16 @@ def main(n_images: int = 100_000, n_labelers: int = 4) -> None:
             f"{main_phase.assignments.count():,} assignments in {time.perf_counter() - start:.1f} s (COPY)"
         )
 
+        # A lead excluded 1 image in 100 (data manager, with a reason): the "excluded" filter both ways.
+        from labeling.models import ImageExclusion
+
+        excluded_ids = list(project.images.order_by("id").values_list("id", flat=True)[::100])
+        ImageExclusion.objects.bulk_create(
+            [ImageExclusion(image_id=i, reason="blurry", excluded_by=lead) for i in excluded_ids], batch_size=5000
+        )
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE labeling_imageexclusion")
+
         client = Client()
         client.force_login(lead)
         base = f"/projects/{project.id}/data/"
@@ -199,6 +209,8 @@ def main(n_images: int = 100_000, n_labelers: int = 4) -> None:
             ("filter: a labeler's to-do", f"{base}?labeler={labelers[0].id}&labeler_status=pending"),
             ("filter: no near consensus", f"{base}?near_consensus=false"),
             ("filter: 3 labels or fewer", f"{base}?max_labels=3"),
+            ("filter: excluded by a lead", f"{base}?excluded=true"),
+            ("filter: not excluded, by mean", f"{base}?excluded=false&ordering=-mean"),
             ("sort: most labels first", f"{base}?ordering=-n_labels"),
             ("sort: widest range first", f"{base}?ordering=-range"),
             ("sort: mean, descending", f"{base}?ordering=-mean"),

@@ -7,7 +7,8 @@
 - ``phases``: the four labeling phases, the images in each, per-labeler assignments.
 - ``labels``: labels with append-only revisions, reflections.
 - ``jobs``: background jobs, colorimetric baselines, evaluation runs.
-- ``review``: reopened phases (with the reason) and post-calibration review decisions.
+- ``review``: reopened phases (with the reason), post-calibration review decisions, images a lead
+  excluded from the dataset (with the reason).
 - ``releases``: dataset releases (versioned, immutable once published) and their images.
 """
 
@@ -18,7 +19,7 @@ from .labels import Label, LabelRevision, Reflection
 from .phases import Assignment, Phase, PhaseImage, PhaseParticipant
 from .projects import Membership, Project, ToneExample
 from .releases import Release, ReleaseImage, ReleaseImmutable
-from .review import PhaseReopening, ReviewDecision
+from .review import ImageExclusion, PhaseReopening, ReviewDecision
 from .scales import Scale, Tone
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "EvaluationRun",
     "Image",
     "ImageBaseline",
+    "ImageExclusion",
     "ImportBatch",
     "ImportItem",
     "Job",

@@ -1,4 +1,4 @@
-"""A lead's control of the study: reopened phases and post-calibration review decisions."""
+"""A lead's control of the study: reopened phases, post-calibration review decisions, excluded images."""
 
 from django.conf import settings
 from django.db import models
@@ -49,3 +49,35 @@ class ReviewDecision(models.Model):
 
     def __str__(self) -> str:
         return f"{self.image} {self.state}"
+
+
+class ImageExclusion(models.Model):
+    """A lead's exclusion of an image from the dataset, with why; undone by including the image again.
+
+    Nothing is deleted: the image, its labels and this row stay. Including it again records who and
+    when on the row (``included_at``), so an image's exclusions and inclusions remain readable. At
+    most one exclusion of an image is open (``included_at`` empty) at a time; its partial unique
+    index is also what the data manager's "excluded" filter and the release read.
+    """
+
+    image = models.ForeignKey(Image, related_name="exclusions", on_delete=models.CASCADE)
+    reason = models.TextField()
+    excluded_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    excluded_at = models.DateTimeField(auto_now_add=True)
+    included_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    included_at = models.DateTimeField(null=True, blank=True)
+    included_note = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["image_id", "-excluded_at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=~models.Q(reason=""), name="exclusion_has_reason"),
+            models.UniqueConstraint(
+                fields=["image"], condition=models.Q(included_at__isnull=True), name="one_open_exclusion"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.image} excluded" + (" (included again)" if self.included_at else "")

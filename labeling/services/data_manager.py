@@ -6,7 +6,17 @@ Speed at 100,000 images: filters on the images themselves are SQL (``EXISTS`` on
 filters and sorts on label statistics (number of labels, mean, range, near consensus) use per-image
 statistics from one GROUP BY over the labels, cached until a label changes, with NumPy over the
 ids; everything else shown for a row (labels, consensus numbers, assignments, baseline, review
-state) is read for the one page only, one query per kind. ``bench/bench_data_manager.py`` measures it.
+state, exclusion) is read for the one page only, one query per kind. ``bench/bench_data_manager.py``
+measures it.
+
+Excluding an image (``exclude``, with the lead's reason; ``include`` undoes it) takes it out of the
+project's releases (readiness category ``excluded_by_lead``, its reason in the release's images
+table) and nothing else: the image stays in its phases and labelers are still served it. That is a
+choice: an exclusion is a reversible, release-time judgement (a lead may include the image again
+before the next release, and its labels must then exist), the calibration phases measure agreement
+on one fixed set of images that every labeler labels, and a phase's assignments are fixed when it
+opens (taking images out of open queues would change progress counts and the labelers' work under
+them). A labeler who meets an unusable photo skips it with a reason, as before.
 """
 
 from __future__ import annotations
@@ -20,9 +30,22 @@ from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Avg, Count, Exists, F, FloatField, Max, Min, OuterRef, Q, QuerySet, Subquery
+from django.utils import timezone
 
-from ..models import Assignment, Image, ImageBaseline, Label, Membership, Phase, PhaseImage, Project, ReviewDecision
+from ..models import (
+    Assignment,
+    Image,
+    ImageBaseline,
+    ImageExclusion,
+    Label,
+    Membership,
+    Phase,
+    PhaseImage,
+    Project,
+    ReviewDecision,
+)
 from .attributes import attribute_key_valid
+from .project_lifecycle import project_refuse_if_archived
 
 PAGE_SIZE = 50
 MAX_PAGE_SIZE = 200
@@ -45,7 +68,11 @@ BULK_ACTIONS = {
     "calibration_add": "Add to the calibration set",
     "accept": "Mark reviewed: accepted as labelled",
     "resolve": "Mark reviewed: resolved",
+    "exclude": "Exclude from the dataset (reason required)",
+    "include": "Include again in the dataset",
 }
+#: Longest reason kept for an exclusion (the API's limit for every bulk reason).
+MAX_REASON = 2000
 
 
 @dataclass
@@ -148,8 +175,8 @@ def data_query(project: Project, params) -> DataQuery:
     unassigned: the labeler's assignment of the image, any labeler when none is chosen),
     ``min_labels``/``max_labels``, ``near_consensus`` (true/false: all values within one tone),
     ``review`` (open, accepted, resolved), ``baseline_flag`` (a flag name, ``none`` for clean, or
-    ``missing``), ``attr`` (``key:value``, repeatable), ``ordering`` (a key of ``SORTS``, ``-`` for
-    descending).
+    ``missing``), ``excluded`` (true/false: excluded by a lead now), ``attr`` (``key:value``,
+    repeatable), ``ordering`` (a key of ``SORTS``, ``-`` for descending).
     """
     from . import baselines as baseline_services
 
@@ -215,6 +242,15 @@ def data_query(project: Project, params) -> DataQuery:
         decisions = ReviewDecision.objects.filter(image_id=OuterRef("pk"))
         qs = qs.exclude(Exists(decisions)) if review == "open" else qs.filter(Exists(decisions.filter(state=review)))
         chosen["review"] = review
+
+    excluded = (params.get("excluded") or "").strip().lower()
+    if excluded:
+        if excluded not in ("true", "false"):
+            raise ValidationError({"excluded": "true or false."})
+        # EXISTS on the partial unique index of open exclusions (one probe per image).
+        open_exclusions = ImageExclusion.objects.filter(image_id=OuterRef("pk"), included_at__isnull=True)
+        qs = qs.filter(Exists(open_exclusions)) if excluded == "true" else qs.exclude(Exists(open_exclusions))
+        chosen["excluded"] = excluded
 
     current = baseline_services.baselines_current(project).filter(image_id=OuterRef("pk"))
     flag = (params.get("baseline_flag") or "").strip()
@@ -399,6 +435,12 @@ def data_rows(project: Project, images: list[Image], phase: Phase | None = None)
         .values("image_id", "status", "ita_median", "ita_class", "flags")
     }
     decisions = dict(ReviewDecision.objects.filter(image_id__in=ids).values_list("image_id", "state"))
+    exclusions = {
+        image_id: {"reason": reason, "by": by or "", "at": at.isoformat()}
+        for image_id, reason, by, at in ImageExclusion.objects.filter(
+            image_id__in=ids, included_at__isnull=True
+        ).values_list("image_id", "reason", "excluded_by__username", "excluded_at")
+    }
     rows = []
     for image in images:
         image_labels = by_image.get(image.id, [])
@@ -436,6 +478,7 @@ def data_rows(project: Project, images: list[Image], phase: Phase | None = None)
                 if baseline
                 else None,
                 "review": decisions.get(image.id, "open"),
+                "excluded": exclusions.get(image.id),
             }
         )
     return rows
@@ -500,7 +543,10 @@ def data_bulk(
       labelers who labelled it, with ``reason`` (shown to them);
     - ``calibration_add``: add the images to calibration 1 (before calibration starts), taking them
       out of the main phase;
-    - ``accept`` / ``resolve``: the post-calibration review's decision on each image.
+    - ``accept`` / ``resolve``: the post-calibration review's decision on each image;
+    - ``exclude``: exclude the images from the dataset with ``reason`` (required), see
+      :func:`images_exclude`; ``include``: include them again (``reason``, optional, is kept as a
+      note), see :func:`images_include`.
     """
     from .labels import relabel_request
     from .project_lifecycle import project_refuse_if_archived
@@ -509,6 +555,9 @@ def data_bulk(
     project_refuse_if_archived(project.pk, "change its images")
     if action not in BULK_ACTIONS:
         raise ValidationError({"action": f"One of: {', '.join(BULK_ACTIONS)}."})
+    if action == "exclude":
+        # Before the images are read: a missing reason is the lead's mistake to hear about first.
+        _exclusion_reason(reason)
     images = _bulk_images(project, image_ids, params)
     changed = 0
     if action == "relabel":
@@ -534,6 +583,16 @@ def data_bulk(
             if labelers:
                 changed += len(relabel_request(image=image, labelers=labelers, reason=reason, user=user))
         message = f"{changed} relabel request(s) sent for {len(images)} image(s)."
+    elif action == "exclude":
+        changed = images_exclude(project=project, images=images, reason=reason, user=user)
+        message = f"{changed} image(s) excluded from the dataset."
+        if changed < len(images):
+            message += f" {len(images) - changed} already excluded (their reason is kept)."
+    elif action == "include":
+        changed = images_include(project=project, images=images, user=user, note=reason)
+        message = f"{changed} image(s) included again in the dataset."
+        if changed < len(images):
+            message += f" {len(images) - changed} were not excluded."
     elif action == "calibration_add":
         changed = calibration_add_images(project=project, image_ids=[i.id for i in images])
         message = f"{changed} image(s) added to calibration 1."
@@ -545,6 +604,64 @@ def data_bulk(
         changed = len(images)
         message = f"{changed} image(s) marked {state.label.lower()}."
     return {"action": action, "n_images": len(images), "n_changed": changed, "message": message}
+
+
+def _exclusion_reason(reason: str) -> str:
+    text = (reason or "").strip()
+    if not text:
+        raise ValidationError(
+            {"reason": "Say why these images are excluded: the reason goes into the release with each image."}
+        )
+    if len(text) > MAX_REASON:
+        raise ValidationError({"reason": f"At most {MAX_REASON:,} characters."})
+    return text
+
+
+def _user(user):
+    return user if user is not None and getattr(user, "is_authenticated", False) else None
+
+
+def images_exclude(*, project: Project, images: list[Image], reason: str, user) -> int:
+    """Exclude ``images`` (of ``project``) from the dataset with ``reason``; returns how many were
+    newly excluded. An image already excluded keeps its exclusion and reason.
+
+    Releases leave the images out (readiness category ``excluded_by_lead``, with ``reason`` in the
+    images table); labelers are still served them (see the module's docstring).
+
+    Raises
+    ------
+    django.core.exceptions.ValidationError
+        No reason, or a reason too long; the project is archived.
+    """
+    text = _exclusion_reason(reason)
+    project_refuse_if_archived(project.id, "exclude its images")
+    ids = [image.id for image in images if image.project_id == project.id]
+    if len(ids) != len(images):
+        raise ValidationError({"image_ids": "Some images are not in this project."})
+    already = set(
+        ImageExclusion.objects.filter(image_id__in=ids, included_at__isnull=True).values_list("image_id", flat=True)
+    )
+    new = [i for i in ids if i not in already]
+    # ignore_conflicts: a lead excluding the same image at the same moment leaves one open exclusion.
+    ImageExclusion.objects.bulk_create(
+        [ImageExclusion(image_id=i, reason=text, excluded_by=_user(user)) for i in new], ignore_conflicts=True
+    )
+    return len(new)
+
+
+def images_include(*, project: Project, images: list[Image], user, note: str = "") -> int:
+    """Include ``images`` again: their open exclusion is closed (who and when recorded, the row kept).
+    Returns how many were excluded before; ``note`` (optional) is kept with the exclusion.
+
+    Raises
+    ------
+    django.core.exceptions.ValidationError
+        The project is archived.
+    """
+    project_refuse_if_archived(project.id, "include its images again")
+    return ImageExclusion.objects.filter(
+        image__project_id=project.id, image_id__in=[image.id for image in images], included_at__isnull=True
+    ).update(included_at=timezone.now(), included_by=_user(user), included_note=(note or "").strip()[:MAX_REASON])
 
 
 def calibration_add_images(*, project: Project, image_ids: list[int]) -> int:

@@ -24,6 +24,7 @@ FILTER_NAMES = (
     "near_consensus",
     "review",
     "baseline_flag",
+    "excluded",
     "attr",
     "ordering",
     "page_size",
@@ -41,6 +42,7 @@ COLUMNS = [
     ("ita", "ITA°"),
     (None, "Baseline flags"),
     (None, "Review"),
+    (None, "Dataset"),
 ]
 
 

@@ -193,6 +193,50 @@ def test_data_manager_filters_sorts_and_a_bulk_action(page, live_server, study, 
     page.fill("#dm-bulk input[name=reason]", "checked by eye")
     page.click("#dm-bulk button[type=submit]")
     expect(page.locator(".messages")).to_contain_text("1 image(s) marked accepted as labelled.")
-    expect(page.locator(f"tr[data-external-id='{first.external_id}'] td").last).to_have_text("accepted")
+    expect(page.locator(f"tr[data-external-id='{first.external_id}'] td.dm-review")).to_have_text("accepted")
     assert ReviewDecision.objects.get(image=first).note == "checked by eye"
+    assert page_errors == []
+
+
+def test_data_manager_excludes_images_with_a_reason_and_filters_them(
+    page, live_server, study, page_errors, results_dir
+):
+    from labeling.models import ImageExclusion
+
+    project = study["project"]
+    a, b = sorted(study["images"], key=lambda i: i.external_id)[:2]
+    sign_in(page, live_server, "lead")
+    page.goto(f"{live_server.url}/projects/{project.id}/data/")
+    expect(page.locator("#dm-count")).to_have_text("8 images")
+    for image in (a, b):
+        page.check(f"input[name=image_ids][value='{image.id}']")
+    page.select_option("#dm-action", "exclude")
+    # No reason: the page asks for one before anything is sent.
+    page.click("#dm-bulk button[type=submit]")
+    assert page.locator("#dm-reason").evaluate("el => el.validity.valueMissing") is True
+    assert not ImageExclusion.objects.exists()
+    page.fill("#dm-reason", "Consent withdrawn by the subject")
+    page.click("#dm-bulk button[type=submit]")
+    expect(page.locator(".messages")).to_contain_text("2 image(s) excluded from the dataset.")
+    for image in (a, b):
+        cell = page.locator(f"tr[data-external-id='{image.external_id}'] td.dm-dataset")
+        expect(cell.locator(".badge.excluded")).to_have_text("excluded")
+        expect(cell).to_contain_text("Consent withdrawn by the subject")
+    page.select_option("select[name=excluded]", "true")
+    page.click("#dm-filters button[type=submit]")
+    expect(page.locator("#dm-count")).to_have_text("2 images")
+    page.screenshot(path=str(results_dir / "lead-data-manager-excluded.png"), full_page=True)
+    # Include one again: it leaves the "excluded" filter; its exclusion stays recorded.
+    page.check(f"input[name=image_ids][value='{b.id}']")
+    page.select_option("#dm-action", "include")
+    page.click("#dm-bulk button[type=submit]")
+    expect(page.locator(".messages")).to_contain_text("1 image(s) included again in the dataset.")
+    expect(page.locator("#dm-count")).to_have_text("1 image")
+    expect(page.locator(f"tr[data-external-id='{a.external_id}'] .badge.excluded")).to_be_visible()
+    page.select_option("select[name=excluded]", "false")
+    page.click("#dm-filters button[type=submit]")
+    expect(page.locator("#dm-count")).to_have_text("7 images")
+    expect(page.locator(f"tr[data-external-id='{b.external_id}'] td.dm-dataset")).to_have_text("included")
+    assert ImageExclusion.objects.filter(image=b, included_at__isnull=False).count() == 1
+    assert list(ImageExclusion.objects.filter(included_at__isnull=True).values_list("image_id", flat=True)) == [a.id]
     assert page_errors == []

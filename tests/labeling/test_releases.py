@@ -292,6 +292,7 @@ def test_readiness_counts_each_category_with_examples(project, team, media, lead
         "open_relabels": 1,
         "outliers": 1,
         "no_baseline": 1,
+        "excluded_by_lead": 0,
     }
     examples = {name: [e["image_id"] for e in c["examples"]] for name, c in report["categories"].items()}
     assert examples["no_labels"] == [no_labels.id]

@@ -21,7 +21,13 @@ class DataBulkSerializer(serializers.Serializer):
         required=False,
         help_text="Instead of image_ids: every image these filters match (the GET parameters; at most 10,000).",
     )
-    reason = serializers.CharField(max_length=2000, required=False, allow_blank=True, default="")
+    reason = serializers.CharField(
+        max_length=dm.MAX_REASON,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="relabel: shown to the labelers; exclude: required, carried into releases; include: a note.",
+    )
     labeler_ids = serializers.ListField(child=serializers.IntegerField(), required=False, max_length=100)
 
     def validate(self, data):
@@ -40,6 +46,7 @@ FILTERS = [
     OpenApiParameter("near_consensus", bool, description="All valid values within one tone"),
     OpenApiParameter("review", str, enum=list(dm.REVIEW_STATES)),
     OpenApiParameter("baseline_flag", str, description="A flag name, none (clean) or missing"),
+    OpenApiParameter("excluded", bool, description="Excluded from the dataset by a lead (true) or not (false)"),
     OpenApiParameter("attr", str, description="key:value (repeatable)"),
     OpenApiParameter("ordering", str, description=f"One of {', '.join(dm.SORTS)}; prefix - for descending"),
     OpenApiParameter("page", int),

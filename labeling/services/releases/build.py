@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ from .card_facts import card_facts, card_project_facts
 from .diff import ImageRow, release_image_rows, rows_diff
 from .finalise import context_load, release_chunks
 from .memory import memory_release
-from .rules import CATEGORIES
+from .rules import CATEGORIES, rule_stored
 from .storage import (
     TMP_MARK,
     leftovers_remove,
@@ -123,7 +124,7 @@ def release_write(release: Release, out_dir: Path, *, on_chunk: Callable[[int], 
         (:func:`release_image_batches`): nothing per image is held while the files are written.
     """
     project = release.project
-    rule = release.rule
+    rule = rule_stored(release.rule)  # a rule stored before a category existed: its default
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True)
     context = context_load(project, rule)
@@ -134,6 +135,7 @@ def release_write(release: Release, out_dir: Path, *, on_chunk: Callable[[int], 
     pseudonyms = dict(Membership.objects.filter(project=project).values_list("id", "pseudonym"))
     tally = LabelerTally()
     excluded_counts = dict.fromkeys(CATEGORIES, 0)
+    lead_reasons: Counter[str] = Counter()  # the leads' own reasons of the images excluded_by_lead
     tone_counts: dict[int, int] = {}
     n_images = n_excluded = n_counted = done = 0
     files: dict[str, dict] = {}
@@ -156,6 +158,8 @@ def release_write(release: Release, out_dir: Path, *, on_chunk: Callable[[int], 
                 for name in CATEGORIES:
                     if not rule["include"][name]:
                         excluded_counts[name] += int(chunk.categories[name].sum())
+                if not rule["include"]["excluded_by_lead"]:
+                    lead_reasons.update(chunk.lead_reasons.values())
                 tones = chunk.final["final_tone"]
                 for tone, n in zip(*np.unique(tones[~excluded & (tones >= 0)], return_counts=True), strict=True):
                     tone_counts[int(tone)] = tone_counts.get(int(tone), 0) + int(n)
@@ -210,6 +214,7 @@ def release_write(release: Release, out_dir: Path, *, on_chunk: Callable[[int], 
             "aggregation": rule["aggregation"],
         },
         exclusions={name: n for name, n in excluded_counts.items() if n},
+        lead_reasons=dict(lead_reasons),
         rule=rule,
         card_text=release.card_text,
         previous_diff=previous_diff,

@@ -507,6 +507,13 @@ def _exclusions(facts: dict) -> list[Block]:
                 ["Reason", "Meaning", "Images"], [[r["reason"], r["description"], str(r["n"])] for r in e["by_reason"]]
             )
         )
+    if e.get("lead_reasons"):
+        blocks.append(_p("The reasons leads gave when they excluded images in the data manager (excluded_by_lead):"))
+        blocks.append(_table(["Lead's reason", "Images"], [[r["reason"], str(r["n"])] for r in e["lead_reasons"]]))
+        if e.get("n_lead_reasons_not_listed"):
+            blocks.append(
+                _p(f"{e['n_lead_reasons_not_listed']} other reason(s): see lead_exclusion_reason in the images table.")
+            )
     blocks.append(_p("What the lead decided for each readiness category:"))
     blocks.append(
         _table(

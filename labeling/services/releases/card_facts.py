@@ -104,6 +104,8 @@ FIELD_MEANINGS: dict[str, dict[str, str]] = {
         "baseline_parameters_hash": "Hash of the baseline parameters that produced ita and the albedos.",
         "excluded": "The image is left out of the evaluation set by the release rule.",
         "excluded_reason": "Why it is excluded: readiness categories separated by ';'.",
+        "lead_exclusion_reason": "The reason a lead gave when excluding the image in the data manager "
+        "(category excluded_by_lead); empty if no lead excluded it.",
     },
     "labels": {
         "label_id": "FairTone's id of the label (one labeler, one image, one phase).",
@@ -706,7 +708,14 @@ def _labels_vs_ita(project: Project) -> dict[str, Any]:
     }
 
 
-def _exclusions(exclusions: dict[str, int], final: dict[str, Any], rule: dict[str, Any]) -> dict[str, Any]:
+#: The leads' reasons listed on the card, most frequent first (every one is in the images table).
+MAX_LEAD_REASONS = 20
+
+
+def _exclusions(
+    exclusions: dict[str, int], final: dict[str, Any], rule: dict[str, Any], lead_reasons: dict[str, int] | None = None
+) -> dict[str, Any]:
+    reasons = sorted((lead_reasons or {}).items(), key=lambda item: (-item[1], item[0]))
     names = [*(c for c in CATEGORIES if c in exclusions), *sorted(set(exclusions) - set(CATEGORIES))]
     n_images = int(final.get("n_images", 0))
     n_included = int(final.get("n_included", n_images))
@@ -721,6 +730,9 @@ def _exclusions(exclusions: dict[str, int], final: dict[str, Any], rule: dict[st
             for name, text in CATEGORIES.items()
         ],
         "note": "An image can be excluded for more than one reason.",
+        # The reasons leads gave for the images excluded_by_lead (lead_exclusion_reason), with how many.
+        "lead_reasons": [{"reason": text, "n": int(n)} for text, n in reasons[:MAX_LEAD_REASONS]],
+        "n_lead_reasons_not_listed": max(0, len(reasons) - MAX_LEAD_REASONS),
     }
 
 
@@ -821,6 +833,7 @@ def card_facts(
     previous_diff: dict | None,
     release_info: dict,
     project_facts: dict | None = None,
+    lead_reasons: dict[str, int] | None = None,
 ) -> dict:
     """Everything the data card of a release says, as one JSON-safe dict (``data_card.json``).
 
@@ -844,6 +857,8 @@ def card_facts(
         ``version``, ``created_at`` (the only date used), ``code_version``, ``project``...
     project_facts : dict, optional
         :func:`card_project_facts` of the project and phases, if already read.
+    lead_reasons : dict, optional
+        The reasons leads gave for the images excluded as ``excluded_by_lead`` ({reason: images}).
 
     Returns
     -------
@@ -874,7 +889,7 @@ def card_facts(
         "test_retest": project_facts["test_retest"],
         "final_labels": _final(final, rule, project_facts["scale"]["tones"]),
         "labels_vs_ita": project_facts["labels_vs_ita"],
-        "exclusions": _exclusions(exclusions, final, rule),
+        "exclusions": _exclusions(exclusions, final, rule, lead_reasons),
         "changes": _changes(previous_diff, release_info),
         "rule": rule,
         "fields": project_facts["fields"],

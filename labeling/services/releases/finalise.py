@@ -29,7 +29,7 @@ from django.db.models.functions import Cast
 from metrics.agreement import OUTLIER_DISTANCE
 from metrics.finalise import final_tones
 
-from ...models import Assignment, ImageBaseline, Label, LabelRevision, Phase, Project
+from ...models import Assignment, ImageBaseline, ImageExclusion, Label, LabelRevision, Phase, Project
 from ..baselines import (
     BASELINE_CODE_VERSION,
     baseline_parameters_effective,
@@ -82,6 +82,8 @@ class Chunk:
     label_columns: list[tuple] = field(default_factory=list)
     label_labeler: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     label_value: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    # image id -> the reason a lead gave when excluding it in the data manager (open exclusions only).
+    lead_reasons: dict[int, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -198,8 +200,21 @@ def _members(ids: np.ndarray, sorted_ids: np.ndarray) -> np.ndarray:
     return sorted_ids[found] == ids
 
 
+def lead_exclusions(project: Project, lo: int, hi: int) -> dict[int, str]:
+    """The images from id ``lo`` to ``hi`` that a lead excluded (and did not include again), with the
+    reason: one small query per chunk, so each chunk's category and reasons are read together."""
+    rows = ImageExclusion.objects.filter(
+        image__project_id=project.id, image_id__gte=lo, image_id__lte=hi, included_at__isnull=True
+    ).values_list("image_id", "reason")
+    return dict(rows.order_by())
+
+
 def _categories(
-    final: dict[str, np.ndarray], image_ids: np.ndarray, outliers: np.ndarray, context: Context
+    final: dict[str, np.ndarray],
+    image_ids: np.ndarray,
+    outliers: np.ndarray,
+    lead_excluded: np.ndarray,
+    context: Context,
 ) -> dict[str, np.ndarray]:
     n_any = final["n_labels"] + final["n_skipped"]
     minimum = context.rule["min_valid_labels"]
@@ -210,6 +225,7 @@ def _categories(
         "open_relabels": _members(image_ids, context.open_relabels),
         "outliers": outliers,
         "no_baseline": ~_members(image_ids, context.good_baselines),
+        "excluded_by_lead": _members(image_ids, lead_excluded),
     }
     assert list(result) == list(CATEGORIES)
     return result
@@ -378,6 +394,7 @@ def release_chunks(
         rank = np.array([context.phase_rank[phase_id] for phase_id in columns[2]], dtype=np.int64)
         is_repeat = np.array(columns[4], dtype=bool)
         values = np.array(columns[7], dtype=np.float64)  # None -> NaN
+        lead_reasons = lead_exclusions(project, int(image_ids[0]), hi)
         counted = counted_labels(label_image, labeler, rank, is_repeat, len(images), context.rule["phases"])
         used = np.flatnonzero(counted)
         final = final_tones(
@@ -400,11 +417,13 @@ def release_chunks(
                 final,
                 image_ids,
                 outlier_images(label_image, rank, values, is_repeat, len(images)),
+                np.array(sorted(lead_reasons), dtype=np.int64),
                 context,
             ),
             label_columns=columns,
             label_labeler=labeler,
             label_value=values,
+            lead_reasons=lead_reasons,
         )
         if details:
             chunk.revisions = _revisions(revision_stream.until(hi))

@@ -18,6 +18,7 @@ CATEGORIES: dict[str, str] = {
     "open_relabels": "Sent back for relabeling and not answered yet.",
     "outliers": "A label far from every other label of its phase (the post-calibration review's rule).",
     "no_baseline": "No current colorimetric baseline that computed without a quality flag.",
+    "excluded_by_lead": "Excluded by a lead in the data manager, with their reason (lead_exclusion_reason).",
 }
 #: What the release page proposes before the lead decides.
 DEFAULT_INCLUDE = {
@@ -27,7 +28,11 @@ DEFAULT_INCLUDE = {
     "open_relabels": False,
     "outliers": True,
     "no_baseline": True,
+    "excluded_by_lead": False,
 }
+#: Categories a lead's explicit choice may leave out (their default applies). ``excluded_by_lead``: the lead
+#: already decided image by image in the data manager, and API clients written before it existed keep working.
+OPTIONAL_CATEGORIES = ("excluded_by_lead",)
 #: The data card's texts a lead writes; every one is required.
 CARD_FIELDS: dict[str, str] = {
     "motivation": "Motivation",
@@ -75,8 +80,8 @@ def rule_clean(raw: dict[str, Any] | None, *, explicit: bool = False) -> dict[st
     ``phases``: ``"latest"`` (for each image, the latest phase by ``Phase.ORDER`` that labelled it) or
     phase kinds; ``aggregation``: mean, median or mode; ``tie`` (for the mode): lower, higher or
     nearest_mean; ``min_valid_labels``; ``include``: ``{category: bool}`` for every category of
-    :data:`CATEGORIES` (with ``explicit``, each must be given: the lead decides; otherwise
-    :data:`DEFAULT_INCLUDE` fills the gaps); ``with_images``.
+    :data:`CATEGORIES` (with ``explicit``, each must be given: the lead decides, except those of
+    :data:`OPTIONAL_CATEGORIES`; otherwise :data:`DEFAULT_INCLUDE` fills the gaps); ``with_images``.
 
     Raises
     ------
@@ -111,7 +116,7 @@ def rule_clean(raw: dict[str, Any] | None, *, explicit: bool = False) -> dict[st
         errors["include"] = "An object {category: true or false}."
         include_raw = {}
     unknown = sorted(set(include_raw) - set(CATEGORIES))
-    missing = [c for c in CATEGORIES if c not in include_raw]
+    missing = [c for c in CATEGORIES if c not in include_raw and c not in OPTIONAL_CATEGORIES]
     if unknown:
         errors["include"] = f"Unknown categor(y/ies) {', '.join(map(str, unknown))}; use {', '.join(CATEGORIES)}."
     elif explicit and missing:
@@ -131,6 +136,17 @@ def rule_clean(raw: dict[str, Any] | None, *, explicit: bool = False) -> dict[st
     }
     if errors:
         raise ValidationError(errors)
+    return rule
+
+
+def rule_stored(rule: dict[str, Any]) -> dict[str, Any]:
+    """A rule as stored with a release, with every current category in ``include``: a rule stored
+    before a category existed gets its default (nothing else is changed or validated again)."""
+    rule = dict(rule)
+    include = dict(rule.get("include") or {})
+    for category in CATEGORIES:
+        include.setdefault(category, DEFAULT_INCLUDE[category])
+    rule["include"] = include
     return rule
 
 

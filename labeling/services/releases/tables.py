@@ -61,7 +61,11 @@ HEAD_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("subject_id", pa.string()),
     ("sha256", pa.string()),
 ]
-TAIL_COLUMNS: list[tuple[str, pa.DataType]] = [("excluded", pa.bool_()), ("excluded_reason", pa.string())]
+TAIL_COLUMNS: list[tuple[str, pa.DataType]] = [
+    ("excluded", pa.bool_()),
+    ("excluded_reason", pa.string()),
+    ("lead_exclusion_reason", pa.string()),
+]
 FIXED_IMAGE_COLUMNS = {name for name, _ in HEAD_COLUMNS + FINAL_COLUMNS + BASELINE_COLUMNS + TAIL_COLUMNS}
 
 LABELS_SCHEMA = pa.schema(
@@ -225,6 +229,7 @@ def image_table(
     reasons = excluded_reasons(chunk, context.rule["include"])
     columns["excluded"] = [bool(r) for r in reasons]
     columns["excluded_reason"] = reasons
+    columns["lead_exclusion_reason"] = [chunk.lead_reasons.get(image_id, "") for image_id in columns["image_id"]]
     return pa.table(columns, schema=schema), reasons
 
 
