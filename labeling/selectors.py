@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from django.db.models import Count, Max, Q, QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.http import Http404
 
 from .errors import NotAMember, WrongRole
@@ -338,26 +338,11 @@ def baseline_phase_choice(project: Project, value: str | None) -> Phase | None:
 
 
 def baseline_comparison_cached(project: Project, phase: Phase | None, exclude_flagged: bool) -> dict[str, Any]:
-    """Human labels against the baselines, cached until a label or a current result changes."""
-    import hashlib
+    """Human labels against the baselines, cached until a label or a current result changes
+    (stale-while-revalidate with a worker: ``services.baselines.comparison.baseline_comparison_cached``)."""
+    from .services.baselines.comparison import baseline_comparison_cached as cached
 
-    from django.core.cache import cache
-
-    from .services import baselines as baseline_services
-
-    labels = Label.objects.filter(phase__project=project)
-    current = baseline_services.baselines_current(project)
-    stamp = (
-        labels.aggregate(n=Count("id"), t=Max("updated_at")),
-        current.aggregate(n=Count("id"), t=Max("computed_at")),
-    )
-    raw = f"{project.pk}|{phase.pk if phase else 'all'}|{exclude_flagged}|{stamp}|{baseline_services.BASELINE_CODE_VERSION}"
-    key = "baseline-comparison:" + hashlib.sha256(raw.encode()).hexdigest()
-    result = cache.get(key)
-    if result is None:
-        result = baseline_services.baseline_comparison(project=project, phase=phase, exclude_flagged=exclude_flagged)
-        cache.set(key, result, 600)
-    return result
+    return cached(project, phase, exclude_flagged)
 
 
 # --------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import logging
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 
-from .models import Image, Job, Phase, Release
+from .models import Image, Job, Phase, Project, Release
 from .services import queue
 from .services.baselines import (
     BASELINE_TASK_SOFT_TIME_LIMIT,
@@ -30,6 +30,7 @@ from .services.evaluations import EVALUATION_TASK_SOFT_TIME_LIMIT, EVALUATION_TA
 from .services.image_jobs import image_job_baseline, image_job_refresh, image_job_step_started, job_runner_record
 from .services.images import image_make_derivatives
 from .services.jobs import job_heartbeat, jobs_sweep
+from .services.precompute import project_precompute
 from .services.releases import (
     RELEASE_TASK_SOFT_TIME_LIMIT,
     RELEASE_TASK_TIME_LIMIT,
@@ -61,6 +62,9 @@ TIME_LIMITS = {
     queue.EVALUATION_RUN: (EVALUATION_TASK_TIME_LIMIT, EVALUATION_TASK_SOFT_TIME_LIMIT),
     # A pass over the queued and running jobs (a few queries per active job).
     queue.JOBS_SWEEP: (120, 100),
+    # A project's lead pages: every phase's consensus and the baseline comparison (100,000 images x 4
+    # labels: about 15 s on a loaded 2-core machine; bench/bench_lead_pages.py).
+    queue.PROJECT_PRECOMPUTE: (900, 870),
 }
 
 
@@ -161,6 +165,18 @@ def consensus_refresh_task(self, phase_id: int) -> str:
         return "refreshed"
     finally:
         phase_refresh_unlock(phase_id)
+
+
+@shared_task(**_options(queue.PROJECT_PRECOMPUTE))
+def project_precompute_task(self, project_id: int) -> str:
+    """Precompute a project's lead pages after its labels or baselines changed (debounced; see
+    ``services.precompute``)."""
+    project = Project.objects.select_related("scale").filter(pk=project_id).first()
+    if project is None:
+        return "missing"
+    timings = project_precompute(project)
+    logger.info("precomputed project %s: %s", project_id, {k: round(v, 2) for k, v in timings.items()})
+    return "precomputed"
 
 
 # --- dataset releases ---------------------------------------------------------------

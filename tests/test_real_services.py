@@ -198,3 +198,42 @@ def test_an_evaluation_run_is_scored_by_the_worker():
     assert done.report["skin_tone"]["verdict"]["level"] == "severe"
     assert Job.objects.get(pk=done.job_id).status == Job.Status.DONE
     assert evaluation_services.evaluation_file_path(done, "report.html") is not None
+
+
+def test_changed_labels_have_the_worker_precompute_the_lead_pages(settings):
+    """Labels stored in this (web) process have the worker compute the consensus and the baseline
+    comparison into the shared cache, so the lead's first visit finds them (issue 14). Embedded: jobs
+    run in-process, nothing is scheduled, and the first view computes."""
+    from django.core.cache import cache
+
+    from labeling.services import queue
+    from labeling.services.consensus.caching import phase_summary_is_cached, phase_versions
+    from tests.factories import MembershipFactory
+    from tests.labeling.helpers import add_images, label_all, open_calibration_1
+
+    settings.FAIRTONE = {**settings.FAIRTONE, "CONSENSUS_BACKGROUND_REFRESH": True, "PRECOMPUTE_DELAY": 0.5}
+    project = make_project()
+    labelers = [
+        MembershipFactory(project=project, user=UserFactory(username=f"pre-labeler{i}"), pseudonym=f"P{i}")
+        for i in range(2)
+    ]
+    add_images(project, 5)
+    cal1 = open_calibration_1(project, size=5, cal1=5)
+    cache.clear()
+    for m in labelers:
+        label_all(cal1, m, tone=4)
+    if not REAL_WORKER:
+        assert queue.background_precompute_enabled() is False
+        assert not phase_summary_is_cached(cal1.id, phase_versions(project)[cal1.id])
+        return
+    # The worker and this process share the Redis cache (REDIS_CACHE_URL in .ci/run).
+    assert "Redis" in type(cache).__name__
+    wait_for(
+        lambda: phase_summary_is_cached(cal1.id, phase_versions(project)[cal1.id]),
+        "the consensus precomputed by the worker",
+    )
+    comparison = wait_for(
+        lambda: cache.get(f"baseline-comparison:v2:latest:{project.id}:all:1"),
+        "the baseline comparison precomputed by the worker",
+    )
+    assert comparison["n_labelled_images"] == 5

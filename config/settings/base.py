@@ -143,6 +143,10 @@ FAIRTONE = {
     # With a real worker, a changed consensus dashboard is served from its last
     # computation while a task recomputes it (labeling.services.consensus.phase_summary).
     "CONSENSUS_BACKGROUND_REFRESH": env_bool("FAIRTONE_CONSENSUS_BACKGROUND_REFRESH", True),
+    # ...and, with it, labels or baselines that change have the worker precompute the lead's pages
+    # (consensus, test-retest, baseline comparison) this many seconds later, at most once per that
+    # delay per project (labeling.services.precompute).
+    "PRECOMPUTE_DELAY": float(os.environ.get("FAIRTONE_PRECOMPUTE_DELAY", "15")),
     "THUMBNAIL_MAX_SIDE": 320,
 }
 

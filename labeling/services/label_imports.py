@@ -16,6 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from ..models import Label, LabelRevision, Membership, Phase
+from . import queue
 from .labels import Selection, selection_clean
 from .phases import phase_repeat_pairs
 from .project_lifecycle import project_refuse_if_archived
@@ -99,6 +100,8 @@ def labels_import(*, phase: Phase, data: bytes, user) -> dict:
                 "reason": "" if checked.selection.is_valid else "invalid: non-adjacent pair (kept, flagged)",
             }
         )
+    if report["imported"]:
+        queue.precompute_schedule_on_commit(phase.project_id)
     return report
 
 

@@ -15,6 +15,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from ..models import Assignment, Image, Label, LabelRevision, Membership, Phase, Reflection
+from . import queue
 from .project_lifecycle import project_refuse_if_archived
 
 MAX_TIME_SPENT_MS = 6 * 3600 * 1000
@@ -185,8 +186,41 @@ def label_submit(
     Idempotent on ``client_id``. The phase must be open and the image assigned to
     this labeler in it. A first answer creates the label; a later one (going back
     to change an answer) adds a revision. A relabel requested by a lead adds a
-    revision to the original label of the earlier phase.
+    revision to the original label of the earlier phase. A stored answer (not a replay) has
+    the worker precompute the lead's pages (``services.precompute``; nothing with jobs run
+    in-process).
     """
+    revision = _label_store(
+        phase=phase,
+        labeler=labeler,
+        image_id=image_id,
+        client_id=client_id,
+        tones=tones,
+        uncertain=uncertain,
+        skip_reason=skip_reason,
+        time_spent_ms=time_spent_ms,
+        tone_order=tone_order,
+        client_info=client_info,
+    )
+    if not getattr(revision, "replayed", False):
+        queue.precompute_schedule_on_commit(phase.project_id)
+    return revision
+
+
+def _label_store(
+    *,
+    phase: Phase,
+    labeler: Membership,
+    image_id: int,
+    client_id: uuid.UUID | str,
+    tones: list | None = None,
+    uncertain: bool = False,
+    skip_reason: str = "",
+    time_spent_ms: int = 0,
+    tone_order: list | None = None,
+    client_info: dict | None = None,
+) -> LabelRevision:
+    """The body of :func:`label_submit`."""
     try:
         client_id = uuid.UUID(str(client_id))
     except ValueError:
@@ -445,6 +479,7 @@ def label_correct(
         reason=reason,
     )
     _apply_revision(label, revision)
+    queue.precompute_schedule_on_commit(label.phase.project_id)
     return revision
 
 

@@ -34,6 +34,7 @@ CONSENSUS_REFRESH = "labeling.tasks.consensus_refresh_task"
 RELEASE_BUILD = "labeling.tasks.release_build_task"
 EVALUATION_RUN = "labeling.tasks.evaluation_run_task"
 JOBS_SWEEP = "labeling.tasks.jobs_sweep_task"
+PROJECT_PRECOMPUTE = "labeling.tasks.project_precompute_task"
 
 #: Every task name; ``labeling.tasks`` registers exactly these (a test checks it).
 TASK_NAMES = (
@@ -45,11 +46,15 @@ TASK_NAMES = (
     RELEASE_BUILD,
     EVALUATION_RUN,
     JOBS_SWEEP,
+    PROJECT_PRECOMPUTE,
 )
 
 
-def _send(task_name: str, args) -> None:
-    current_app.tasks[task_name].delay(*args)
+def _send(task_name: str, args, countdown: float | None = None) -> None:
+    if countdown:
+        current_app.tasks[task_name].apply_async(args=list(args), countdown=countdown)
+    else:
+        current_app.tasks[task_name].delay(*args)
 
 
 def enqueue(task_name: str, *args) -> None:
@@ -115,3 +120,54 @@ def enqueue_on_commit(task_name: str, *args) -> None:
     rows that are not committed yet.
     """
     transaction.on_commit(lambda: enqueue(task_name, *args))
+
+
+def enqueue_debounced(task_name: str, key: str, delay: float, *args) -> bool:
+    """Send ``task_name`` once per ``delay`` seconds per ``key``, to run ``delay`` seconds from now.
+
+    The first call in a window sends the task with a countdown; later calls in the same window do
+    nothing (the task, when it runs, sees their changes: the window closes before it starts, so a
+    change after it started opens a new window and sends another). Returns whether it sent one.
+    A broker outage records the task like :func:`enqueue` (sent later, without the countdown).
+    """
+    from django.core.cache import cache
+
+    from ..models import PendingTask
+
+    current_app.tasks[task_name]
+    if not cache.add(f"debounce:{key}", True, max(1, int(delay))):
+        return False
+    try:
+        _send(task_name, args, countdown=delay)
+    except BROKER_ERRORS as exc:
+        PendingTask.objects.create(name=task_name, args=list(args), attempts=1, last_error=type(exc).__name__)
+        logger.warning("broker unreachable (%s): %s recorded to be sent later", type(exc).__name__, task_name)
+    return True
+
+
+def background_precompute_enabled() -> bool:
+    """A real worker recomputes the lead's numbers in the background (``FAIRTONE["CONSENSUS_BACKGROUND_REFRESH"]``;
+    never with jobs run in-process, where the first view computes them)."""
+    from django.conf import settings
+
+    return bool(settings.FAIRTONE.get("CONSENSUS_BACKGROUND_REFRESH")) and not settings.CELERY_TASK_ALWAYS_EAGER
+
+
+def precompute_schedule(project_id: int) -> bool:
+    """Ask the worker to precompute the project's lead pages (consensus of every phase, test-retest,
+    the baseline comparison) ``FAIRTONE["PRECOMPUTE_DELAY"]`` seconds from now, at most once per that
+    delay; nothing with jobs run in-process. Called when labels or baselines change. Returns whether a
+    task was sent."""
+    from django.conf import settings
+
+    if not background_precompute_enabled():
+        return False
+    delay = float(settings.FAIRTONE.get("PRECOMPUTE_DELAY", 15))
+    return enqueue_debounced(PROJECT_PRECOMPUTE, f"precompute:{project_id}", delay, project_id)
+
+
+def precompute_schedule_on_commit(project_id: int) -> None:
+    """:func:`precompute_schedule` once the current transaction commits (a cheap settings check first:
+    with jobs run in-process nothing is registered)."""
+    if background_precompute_enabled():
+        transaction.on_commit(lambda: precompute_schedule(project_id))

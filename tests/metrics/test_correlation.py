@@ -42,7 +42,7 @@ def test_interval_is_the_same_across_chunks():
     rng = np.random.default_rng(5)
     x = rng.normal(size=20_000)
     y = x + rng.normal(size=20_000)
-    result = spearman_bootstrap(x, y, n_resamples=120, seed=2)
+    result = spearman_bootstrap(x, y, n_resamples=120, seed=2, bootstrap_max_n=None)
     generator = np.random.default_rng(2)
     draws = np.concatenate([generator.integers(0, x.size, size=(rows, x.size)) for rows in (50, 50, 20)])
     rhos = np.array([scipy_stats.spearmanr(x[i], y[i]).statistic for i in draws])
@@ -97,3 +97,49 @@ def test_resample_ranks_are_scipys_rankdata_of_the_resample(values, data):
         # The copies of item j sit together in `resample`; all share one rank.
         positions = np.concatenate([[0], np.cumsum(counts.astype(int))[:-1]])
         assert ranks[drawn] == pytest.approx(expected[positions[drawn]])
+
+
+def test_large_samples_get_fisher_z_interval_that_matches_the_bootstrap():
+    """Above bootstrap_max_n the interval is Fisher's z (Bonett-Wright); on the same data (continuous,
+    and heavily tied like mean labels of four labelers) it holds the bootstrap's interval, at most a
+    little wider (Bonett-Wright is known to be conservative as |rho| nears 1)."""
+    rng = np.random.default_rng(3)
+    n = 6_000
+    truth = rng.integers(1, 11, size=n)
+    tied = np.round((truth[:, None] + rng.choice([-1, 0, 0, 1], size=(n, 4))).mean(axis=1) * 2) / 2
+    continuous = 60 - 10 * truth + rng.normal(0, 8, size=n)
+    for x in (tied, tied + rng.normal(0, 2, size=n), continuous + rng.normal(0, 3, size=n)):
+        fast = spearman_bootstrap(x, continuous, bootstrap_max_n=5_000)
+        slow = spearman_bootstrap(x, continuous, n_resamples=2000, seed=1, bootstrap_max_n=None)
+        assert fast["interval_method"] == "fisher_z_bonett_wright" and slow["interval_method"] == "bootstrap"
+        assert fast["rho"] == slow["rho"]
+        width = slow["ci_high"] - slow["ci_low"]
+        assert fast["ci_low"] <= slow["ci_low"] + 0.1 * width
+        assert fast["ci_high"] >= slow["ci_high"] - 0.1 * width
+        assert 0.9 <= (fast["ci_high"] - fast["ci_low"]) / width <= 1.6
+        assert fast["ci_low"] < fast["rho"] < fast["ci_high"]
+
+
+def test_fisher_z_interval_covers_the_true_rho_at_the_nominal_rate():
+    """Bivariate normal with Pearson r: Spearman's rho is (6 / pi) asin(r / 2). 400 seeded samples."""
+    r = 0.6
+    true_rho = 6 / np.pi * np.arcsin(r / 2)
+    rng = np.random.default_rng(11)
+    covered = 0
+    trials = 400
+    for _ in range(trials):
+        xy = rng.multivariate_normal([0, 0], [[1, r], [r, 1]], size=6_000)
+        result = spearman_bootstrap(xy[:, 0], xy[:, 1], bootstrap_max_n=5_000)
+        covered += result["ci_low"] <= true_rho <= result["ci_high"]
+    # 95% nominal; with 400 trials a binomial 99.9% band is about +-3.6 points.
+    assert 0.91 <= covered / trials <= 0.985, covered / trials
+
+
+def test_fisher_interval_is_scipys_normal_quantile_on_the_z_scale():
+    from metrics.correlation import spearman_fisher_interval
+
+    rho, n = -0.83, 40_000
+    got = spearman_fisher_interval(rho, n, 0.9)
+    half = scipy_stats.norm.ppf(0.95) * np.sqrt((1 + rho**2 / 2) / (n - 3))
+    assert got["ci_low"] == pytest.approx(np.tanh(np.arctanh(rho) - half))
+    assert got["ci_high"] == pytest.approx(np.tanh(np.arctanh(rho) + half))

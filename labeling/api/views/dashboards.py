@@ -140,13 +140,25 @@ class ProjectDashboardViewSet(viewsets.GenericViewSet):
         return Response(payload, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(
-        parameters=[OpenApiParameter("phase", str, description="Phase id, or all (default)")],
+        parameters=[
+            OpenApiParameter("phase", str, description="Phase id, or all (default)"),
+            OpenApiParameter(
+                "exclude_flagged",
+                str,
+                description="1 (default, as on the page: a flagged number may not be skin) or 0 to keep flagged images",
+            ),
+        ],
         responses=OpenApiTypes.OBJECT,
     )
     @action(detail=True, methods=["get"], url_path="baselines/comparison", url_name="baselines-comparison")
     def baselines_comparison(self, request, pk=None):
-        """Mean human label vs ITA and apparent albedo: ``?phase=<id>|all&exclude_flagged=1``."""
+        """Mean human label vs ITA and apparent albedo: ``?phase=<id>|all&exclude_flagged=1|0``.
+
+        Flagged images are left out unless ``exclude_flagged=0`` (the page does the same)."""
         project = self.get_object()
         phase = selectors.baseline_phase_choice(project, request.query_params.get("phase"))
-        exclude_flagged = request.query_params.get("exclude_flagged") in ("1", "true")
+        raw = request.query_params.get("exclude_flagged", "1").strip().lower()
+        if raw not in ("1", "true", "0", "false"):
+            raise ValidationError({"exclude_flagged": "1 (leave flagged images out, the default) or 0."})
+        exclude_flagged = raw in ("1", "true")
         return Response(selectors.baseline_comparison_cached(project, phase, exclude_flagged))

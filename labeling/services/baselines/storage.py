@@ -9,6 +9,7 @@ from django.core.files.base import ContentFile
 from django.db import IntegrityError, transaction
 
 from ...models import Image, ImageBaseline, Job
+from .. import queue
 from .measure import image_mask_kind, image_measure
 from .parameters import BASELINE_CODE_VERSION, baseline_parameters_hash
 from .progress import job_count
@@ -133,4 +134,6 @@ def _row_write(
         row, _created = ImageBaseline.objects.update_or_create(**key, defaults=defaults)
         if job is not None and (previous is None or previous["job_id"] != job.id):
             job_count(job, image, row)
+        # The lead's comparison of labels and baselines is recomputed in the background.
+        queue.precompute_schedule_on_commit(image.project_id)
     return row, previous["overlay"] if previous else ""

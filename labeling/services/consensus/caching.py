@@ -7,7 +7,6 @@ deleted label gives a new version, so a stale summary is never served as fresh.
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.core.cache import cache
 from django.utils import timezone
 
@@ -56,7 +55,12 @@ def label_deleted_count(sender, instance: Label, **kwargs) -> None:
 
 def _background_refresh() -> bool:
     """Serve the last summary while a worker recomputes (needs a real worker; see settings)."""
-    return bool(settings.FAIRTONE.get("CONSENSUS_BACKGROUND_REFRESH")) and not settings.CELERY_TASK_ALWAYS_EAGER
+    return queue.background_precompute_enabled()
+
+
+def phase_summary_is_cached(phase_id: int, version: str) -> bool:
+    """Whether the summary of ``phase_id`` for ``version`` (from :func:`phase_versions`) is in the cache."""
+    return cache.get(_key("summary", phase_id, version)) is not None
 
 
 def phase_refresh_unlock(phase_id: int) -> None:

@@ -451,7 +451,12 @@ def _rho_text(what: str, c: dict) -> str:
         return f"{what}: not reported ({c['reason']})."
     interval = ""
     if c["ci_low"] is not None:
-        interval = f" (95% CI {c['ci_low']:.2f} to {c['ci_high']:.2f}; bootstrap, {c['n_resamples']} resamples)"
+        method = (
+            "Fisher's z with Bonett and Wright's variance"
+            if c.get("interval_method") == "fisher_z_bonett_wright"
+            else f"bootstrap, {c['n_resamples']} resamples"
+        )
+        interval = f" (95% CI {c['ci_low']:.2f} to {c['ci_high']:.2f}; {method})"
     return f"{what}: Spearman's rho = {c['rho']:.2f}{interval}, n = {c['n']} images."
 
 

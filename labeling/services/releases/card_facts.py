@@ -677,6 +677,7 @@ def _correlation(result: dict[str, Any]) -> dict[str, Any]:
         "confidence": result["confidence"],
         "n_resamples": result["n_resamples"],
         "seed": result["seed"],
+        "interval_method": result.get("interval_method", "bootstrap"),
         "reason": reason,
     }
 
@@ -687,7 +688,8 @@ def _labels_vs_ita(project: Project) -> dict[str, Any]:
     return {
         "label_definition": comparison["label_definition"] + " (all phases)",
         "expected_sign": "negative: a deeper tone (higher label) has a lower ITA",
-        "method": "Spearman's rank correlation with a bootstrap interval over images",
+        "method": "Spearman's rank correlation with a bootstrap interval over images (above 5,000 images: "
+        "Fisher's z interval with Bonett and Wright's variance, which matches the bootstrap there)",
         "parameters_hash": comparison["parameters_hash"],
         "code_version": comparison["code_version"],
         "n_flagged": comparison["n_flagged"],
@@ -877,7 +879,7 @@ def card_facts(
         "intervals": {
             "proportions": "Wilson score interval",
             "alpha": "image bootstrap, percentile",
-            "spearman": "bootstrap over images, percentile",
+            "spearman": "bootstrap over images, percentile (above 5,000 images: Fisher's z, Bonett-Wright variance)",
         },
         "release": _release(release_info),
         "card_text": _card_text(card_text or {}),

@@ -1,0 +1,118 @@
+"""The lead's pages are precomputed in the background when labels or baselines change (issue 14).
+
+The worker side runs end to end in ``tests/test_real_services.py``; here the pieces: what the
+precompute fills, the stale-while-revalidate comparison, the debounce, and that with jobs run
+in-process nothing is scheduled.
+"""
+
+import pytest
+from celery import current_app
+from django.core.cache import cache
+
+from labeling.models import ImageBaseline, PendingTask
+from labeling.services import queue
+from labeling.services.baselines.comparison import baseline_comparison_cached
+from labeling.services.consensus.caching import phase_summary, phase_summary_is_cached, phase_versions
+from labeling.services.precompute import project_precompute
+from tests.labeling.helpers import add_images, label_all, open_calibration_1, submit
+
+
+@pytest.fixture
+def labelled(project, labelers):
+    add_images(project, 6)
+    cal1 = open_calibration_1(project, size=6, cal1=6)
+    for k, m in enumerate(labelers[:3]):
+        label_all(cal1, m, tone=3 + k % 2)
+    return cal1
+
+
+def test_precompute_fills_every_phase_and_the_comparison(project, labelled):
+    cache.clear()
+    version = phase_versions(project)[labelled.id]
+    assert not phase_summary_is_cached(labelled.id, version)
+    timings = project_precompute(project)
+    assert set(timings) == {"consensus_phases", "consensus_dashboard", "baseline_comparison"}
+    assert phase_summary_is_cached(labelled.id, version)
+    computed = {}
+    for exclude_flagged in (True, False):
+        result = baseline_comparison_cached(project, None, exclude_flagged)
+        assert result["freshness"]["stale"] is False
+        computed[exclude_flagged] = result["freshness"]["computed_at"]
+    summary_at = phase_summary(labelled)["freshness"]["computed_at"]
+    # A second precompute with nothing changed computes nothing again.
+    project_precompute(project)
+    assert phase_summary(labelled)["freshness"]["computed_at"] == summary_at
+    for exclude_flagged in (True, False):
+        assert baseline_comparison_cached(project, None, exclude_flagged)["freshness"]["computed_at"] == computed[
+            exclude_flagged
+        ]
+
+
+def test_with_jobs_in_process_nothing_is_scheduled(project, labelled, settings):
+    settings.FAIRTONE = {**settings.FAIRTONE, "CONSENSUS_BACKGROUND_REFRESH": True}
+    assert settings.CELERY_TASK_ALWAYS_EAGER is True
+    assert queue.background_precompute_enabled() is False
+    assert queue.precompute_schedule(project.id) is False
+
+
+@pytest.fixture
+def worker_like(settings):
+    """The settings a web process with a worker has (not eager), while Celery itself still runs the task
+    in this process: the task sent with a countdown runs at once, as a worker would run it later."""
+    settings.FAIRTONE = {**settings.FAIRTONE, "CONSENSUS_BACKGROUND_REFRESH": True, "PRECOMPUTE_DELAY": 60}
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    saved, current_app.conf.task_always_eager = current_app.conf.task_always_eager, True
+    assert queue.background_precompute_enabled() is True
+    yield
+    current_app.conf.task_always_eager = saved
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_changed_comparison_is_served_stale_while_the_worker_recomputes(project, labelers, worker_like):
+    add_images(project, 6)
+    cal1 = open_calibration_1(project, size=6, cal1=6)
+    for m in labelers[:2]:
+        label_all(cal1, m, tone=4)
+    cache.clear()
+    first = baseline_comparison_cached(project, None, False)  # never computed: computed in the request
+    assert first["freshness"]["stale"] is False
+    assert first["n_labelled_images"] == 6
+    # A label changes; the debounce window opened by the labels above is closed (new window).
+    cache.delete(f"debounce:precompute:{project.id}")
+    m = labelers[2]
+    a = cal1.assignments.filter(labeler=m, done_at__isnull=True).order_by("position").first()
+    submit(cal1, m, a.image_id, tones=[9])
+    # The label's commit scheduled the precompute (run here at once, as the worker would later).
+    assert cache.get(f"debounce:precompute:{project.id}") is True
+    fresh = baseline_comparison_cached(project, None, False)
+    assert fresh["freshness"]["stale"] is False
+    assert fresh["freshness"]["version"] != first["freshness"]["version"]
+    assert not PendingTask.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_stale_latest_is_served_and_a_refresh_asked_once_per_window(project, labelers, worker_like):
+    add_images(project, 4)
+    cal1 = open_calibration_1(project, size=4, cal1=4)
+    for m in labelers[:2]:
+        label_all(cal1, m, tone=4)
+    cache.clear()
+    first = baseline_comparison_cached(project, None, True)
+    # A new current baseline result (a worker finished an image) changes the version; the debounce
+    # window is open, so the request serves the last numbers marked stale and sends nothing more.
+    cache.add(f"debounce:precompute:{project.id}", True, 60)
+    image = project.images.order_by("id").first()
+    ImageBaseline.objects.filter(image=image).update(ita_median=12.0)
+    row = ImageBaseline.objects.filter(image=image).first()
+    row.save()  # computed_at moves
+    served = baseline_comparison_cached(project, None, True)
+    assert served["freshness"]["stale"] is True
+    assert served["freshness"]["version"] == first["freshness"]["version"]
+    assert queue.precompute_schedule(project.id) is False  # still the same window
+
+
+def test_debounce_sends_once_per_window(project, worker_like):
+    sent = [queue.precompute_schedule(project.id) for _ in range(5)]
+    assert sent == [True, False, False, False, False]
+    cache.delete(f"debounce:precompute:{project.id}")
+    assert queue.precompute_schedule(project.id) is True
