@@ -43,9 +43,10 @@ def test_precompute_fills_every_phase_and_the_comparison(project, labelled):
     project_precompute(project)
     assert phase_summary(labelled)["freshness"]["computed_at"] == summary_at
     for exclude_flagged in (True, False):
-        assert baseline_comparison_cached(project, None, exclude_flagged)["freshness"]["computed_at"] == computed[
-            exclude_flagged
-        ]
+        assert (
+            baseline_comparison_cached(project, None, exclude_flagged)["freshness"]["computed_at"]
+            == computed[exclude_flagged]
+        )
 
 
 def test_with_jobs_in_process_nothing_is_scheduled(project, labelled, settings):
