@@ -13,16 +13,17 @@ from __future__ import annotations
 
 import time
 
-from ..models import Project
+from ..models import Phase, Project
 from .baselines.comparison import baseline_comparison_cached
 from .consensus.caching import phase_summary_is_cached, phase_summary_refresh, phase_versions
 from .consensus.dashboard import project_consensus
+from .review import review_candidate_ids
 
 
 def project_precompute(project: Project) -> dict[str, float]:
     """Compute into the cache, where missing for the current labels: each phase's consensus summary,
-    the dashboard (test-retest), and the baseline comparison the compare page opens with (all phases,
-    flagged images left out, and with them). Returns seconds spent per part."""
+    the dashboard (test-retest), the post-calibration review's candidates, and the baseline comparison
+    the compare page opens with (all phases, flagged images left out, and with them). Returns seconds spent per part."""
     timings: dict[str, float] = {}
     start = time.perf_counter()
     versions = phase_versions(project)
@@ -33,6 +34,11 @@ def project_precompute(project: Project) -> dict[str, float]:
     start = time.perf_counter()
     project_consensus(project)
     timings["consensus_dashboard"] = time.perf_counter() - start
+    start = time.perf_counter()
+    post = project.phases.filter(kind=Phase.Kind.POST_CALIBRATION).first()
+    if post is not None:
+        review_candidate_ids(post)
+    timings["review_candidates"] = time.perf_counter() - start
     start = time.perf_counter()
     for exclude_flagged in (True, False):
         baseline_comparison_cached(project, None, exclude_flagged, compute=True)

@@ -12,7 +12,7 @@ from django.db import transaction
 
 from ..models import Assignment, Image, Label, Phase, ReviewDecision
 from .project_lifecycle import project_refuse_if_archived
-from .review import review_candidates, review_label_row
+from .review import review_candidate_ids, review_details, review_label_row, review_phases
 
 #: The states an image in the review can be in, in the order the page lists them.
 STATES = ("open", "relabelled", "waiting_relabel", "accepted", "resolved")
@@ -65,13 +65,8 @@ def _relabel_requests(phase: Phase) -> dict[int, dict]:
 
 def _no_longer_flagged(phase: Phase, image_ids: set[int]) -> list[dict]:
     """Review entries (the shape of ``review_candidates``') for images the rule no longer lists."""
-    phases = (
-        phase.project.phases.exclude(kind=Phase.Kind.POST_CALIBRATION)
-        if phase.kind == Phase.Kind.POST_CALIBRATION
-        else phase.project.phases.filter(pk=phase.pk)
-    )
     labels = (
-        Label.objects.filter(phase__in=phases, is_repeat=False, image_id__in=image_ids)
+        Label.objects.filter(phase__in=review_phases(phase), is_repeat=False, image_id__in=image_ids)
         .select_related("labeler", "phase")
         .order_by("image_id", "phase_id", "labeler__pseudonym")
     )
@@ -88,51 +83,62 @@ def review_report(phase: Phase, *, limit: int = 500) -> dict:
     """The review's candidates with each one's state, decided images last, and the progress counts.
 
     States: ``accepted``/``resolved`` (the lead decided), ``waiting_relabel`` (sent back, not yet
-    answered), ``relabelled`` (every request answered: look again), ``open``.
+    answered), ``relabelled`` (every request answered: look again), ``open``. Every listed image is
+    counted; labels and reasons are read for the first ``limit`` only.
     """
-    report = review_candidates(phase, limit=10**9)
-    candidates = report["candidates"]
+    ids = review_candidate_ids(phase)
     decisions = {d.image_id: d for d in ReviewDecision.objects.filter(phase=phase).select_related("decided_by")}
     requests = _relabel_requests(phase)
     # An image the lead acted on stays listed after its labels changed (a correction, a relabel), so the
     # lead sees it through to a decision and the progress counts add up.
-    listed = {c["image_id"] for c in candidates}
+    listed = {i for i, _ in ids}
     acted_on = (set(decisions) | set(requests)) - listed
-    if acted_on:
-        candidates.extend(_no_longer_flagged(phase, acted_on))
-    external = dict(Image.objects.filter(id__in=[c["image_id"] for c in candidates]).values_list("id", "external_id"))
-    for c in candidates:
-        c["external_id"] = external.get(c["image_id"])
-        decision = decisions.get(c["image_id"])
-        relabel = requests.get(c["image_id"])
-        c["relabel"] = relabel
+    entries = ids + [(i, 0) for i in sorted(acted_on)]
+
+    def state_of(image_id: int) -> str:
+        decision = decisions.get(image_id)
         if decision is not None:
-            c["state"] = decision.state
-            c["decision"] = {
+            return decision.state
+        relabel = requests.get(image_id)
+        if relabel and relabel["waiting"]:
+            return "waiting_relabel"
+        return "relabelled" if relabel else "open"
+
+    states = {i: state_of(i) for i, _ in entries}
+    counts = Counter(states.values())
+    order = {state: k for k, state in enumerate(STATES)}
+    entries.sort(key=lambda e: order[states[e[0]]])  # stable: most reasons first within a state
+    shown = [i for i, _ in entries[:limit]]
+    details = review_details(phase, [i for i in shown if i in listed])
+    gone = _no_longer_flagged(phase, {i for i in shown if i not in listed})
+    details.update({c["image_id"]: c for c in gone})
+    external = dict(Image.objects.filter(id__in=shown).values_list("id", "external_id"))
+    candidates = []
+    for image_id in shown:
+        c = details.get(image_id) or {"image_id": image_id, "reasons": [], "labels": []}
+        c["external_id"] = external.get(image_id)
+        decision = decisions.get(image_id)
+        c["relabel"] = requests.get(image_id)
+        c["state"] = states[image_id]
+        c["decision"] = (
+            {
                 "state": decision.state,
                 "note": decision.note,
                 "decided_by": decision.decided_by.username if decision.decided_by else None,
                 "decided_at": decision.decided_at.isoformat(),
             }
-        else:
-            c["decision"] = None
-            if relabel and relabel["waiting"]:
-                c["state"] = "waiting_relabel"
-            elif relabel:
-                c["state"] = "relabelled"
-            else:
-                c["state"] = "open"
+            if decision is not None
+            else None
+        )
         c["state_text"] = STATE_TEXT[c["state"]]
-    counts = Counter(c["state"] for c in candidates)
-    order = {state: k for k, state in enumerate(STATES)}
-    candidates.sort(key=lambda c: order[c["state"]])
+        candidates.append(c)
     n_decided = counts["accepted"] + counts["resolved"]
     return {
-        "n_candidates": len(candidates),
+        "n_candidates": len(entries),
         "progress": {
             **{state: counts.get(state, 0) for state in STATES},
             "decided": n_decided,
-            "fraction_decided": (n_decided / len(candidates)) if candidates else None,
+            "fraction_decided": (n_decided / len(entries)) if entries else None,
         },
-        "candidates": candidates[:limit],
+        "candidates": candidates,
     }

@@ -16,6 +16,9 @@ from ..services import projects as project_services
 from ..services.scales import scale_create_custom
 from .access import page_project
 
+#: Review items shown at once (decided ones move to the end: deciding these shows the next).
+REVIEW_PAGE_SIZE = 100
+
 
 @login_required
 def home(request):
@@ -301,7 +304,7 @@ def phase_review(request, pk: int):
 
     phase = get_object_or_404(Phase.objects.select_related("project"), pk=pk)
     project, _ = page_project(request, phase.project_id, Membership.Role.LEAD)
-    report = review_report(phase)
+    report = review_report(phase, limit=REVIEW_PAGE_SIZE)
     labelers = project.memberships.filter(role=Membership.Role.LABELER, is_active=True)
     tones = project.ordered_tones()
     # A correction is a single tone or, where the project allows pairs, two adjacent tones ("3+4").

@@ -31,7 +31,7 @@ def test_precompute_fills_every_phase_and_the_comparison(project, labelled):
     version = phase_versions(project)[labelled.id]
     assert not phase_summary_is_cached(labelled.id, version)
     timings = project_precompute(project)
-    assert set(timings) == {"consensus_phases", "consensus_dashboard", "baseline_comparison"}
+    assert set(timings) == {"consensus_phases", "consensus_dashboard", "review_candidates", "baseline_comparison"}
     assert phase_summary_is_cached(labelled.id, version)
     computed = {}
     for exclude_flagged in (True, False):
