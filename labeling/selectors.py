@@ -337,12 +337,14 @@ def baseline_phase_choice(project: Project, value: str | None) -> Phase | None:
     return phase
 
 
-def baseline_comparison_cached(project: Project, phase: Phase | None, exclude_flagged: bool) -> dict[str, Any]:
+def baseline_comparison_cached(
+    project: Project, phase: Phase | None, exclude_flagged: bool, *, with_points: bool = True
+) -> dict[str, Any]:
     """Human labels against the baselines, cached until a label or a current result changes
     (stale-while-revalidate with a worker: ``services.baselines.comparison.baseline_comparison_cached``)."""
     from .services.baselines.comparison import baseline_comparison_cached as cached
 
-    return cached(project, phase, exclude_flagged)
+    return cached(project, phase, exclude_flagged, with_points=with_points)
 
 
 # --------------------------------------------------------------------------

@@ -547,13 +547,21 @@ def test_comparison_page_leaves_out_flagged_images_by_default_and_shows_both(lab
     client.force_login(project.created_by)
     default = client.get(f"/projects/{project.pk}/baselines/compare/")
     assert default.context["exclude_flagged"] is True
-    assert {p["image_id"] for p in default.context["comparison"]["points"]} == {images[t].id for t in unflagged}
-    assert len(default.context["other"]["points"]) == len(images)
+    assert default.context["comparison"]["n_points"] == len(unflagged)
+    assert default.context["other"]["n_points"] == len(images)
+    # The API leaves flagged images out by default too, and gives the points.
+    api = client.get(f"/api/projects/{project.pk}/baselines/comparison/").json()
+    assert api["exclude_flagged"] is True
+    assert {p["image_id"] for p in api["points"]} == {images[t].id for t in unflagged}
+    api_all = client.get(f"/api/projects/{project.pk}/baselines/comparison/?exclude_flagged=0").json()
+    assert len(api_all["points"]) == len(images)
+    bad = client.get(f"/api/projects/{project.pk}/baselines/comparison/?exclude_flagged=maybe")
+    assert bad.status_code == 400 and "exclude_flagged" in bad.json()
     ita_row = default.context["measures"][0]
     assert (ita_row[1]["n"], ita_row[2]["n"]) == (len(unflagged), len(images))
     included = client.get(f"/projects/{project.pk}/baselines/compare/?exclude_flagged=0")
     assert included.context["exclude_flagged"] is False
-    assert len(included.context["comparison"]["points"]) == len(images)
+    assert included.context["comparison"]["n_points"] == len(images)
     # Per consensus tone: labelled images, with an ITA, without a flag (the MST 5 swatch, tone 5, is flagged).
     coverage = {c["tone"]: c for c in default.context["comparison"]["coverage_by_tone"]}
     assert coverage[5] == {"tone": 5, "n_labelled": 1, "n_with_ita": 1, "n_unflagged": 0}
