@@ -17,12 +17,14 @@ from ..models import Phase, Project
 from .baselines.comparison import baseline_comparison_cached
 from .consensus.caching import phase_summary_is_cached, phase_summary_refresh, phase_versions
 from .consensus.dashboard import project_consensus
+from .releases.readiness import release_readiness_cached
 from .review import review_candidate_ids
 
 
 def project_precompute(project: Project) -> dict[str, float]:
     """Compute into the cache, where missing for the current labels: each phase's consensus summary,
-    the dashboard (test-retest), the post-calibration review's candidates, and the baseline comparison
+    the dashboard (test-retest), the post-calibration review's candidates, the release readiness of
+    the default rule, and the baseline comparison
     the compare page opens with (all phases, flagged images left out, and with them). Returns seconds spent per part."""
     timings: dict[str, float] = {}
     start = time.perf_counter()
@@ -39,6 +41,9 @@ def project_precompute(project: Project) -> dict[str, float]:
     if post is not None:
         review_candidate_ids(post)
     timings["review_candidates"] = time.perf_counter() - start
+    start = time.perf_counter()
+    release_readiness_cached(project, {}, compute=True)
+    timings["release_readiness"] = time.perf_counter() - start
     start = time.perf_counter()
     for exclude_flagged in (True, False):
         baseline_comparison_cached(project, None, exclude_flagged, compute=True)

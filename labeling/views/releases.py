@@ -55,10 +55,10 @@ def _card_prefill(project) -> dict:
 
 def _list_context(request, project, membership, *, rule: dict, card_text: dict, with_images: bool) -> dict:
     try:
-        readiness = svc.release_readiness(project, rule)
+        readiness = svc.release_readiness_cached(project, rule)
     except ValidationError as exc:
         messages.error(request, error_text(exc))
-        readiness = svc.release_readiness(project, {})
+        readiness = svc.release_readiness_cached(project, {})
     chosen = readiness["rule"]
     releases = list(project.releases.select_related("job").order_by("-version"))
     return {

@@ -31,7 +31,13 @@ def test_precompute_fills_every_phase_and_the_comparison(project, labelled):
     version = phase_versions(project)[labelled.id]
     assert not phase_summary_is_cached(labelled.id, version)
     timings = project_precompute(project)
-    assert set(timings) == {"consensus_phases", "consensus_dashboard", "review_candidates", "baseline_comparison"}
+    assert set(timings) == {
+        "consensus_phases",
+        "consensus_dashboard",
+        "review_candidates",
+        "release_readiness",
+        "baseline_comparison",
+    }
     assert phase_summary_is_cached(labelled.id, version)
     computed = {}
     for exclude_flagged in (True, False):
@@ -117,3 +123,27 @@ def test_debounce_sends_once_per_window(project, worker_like):
     assert sent == [True, False, False, False, False]
     cache.delete(f"debounce:precompute:{project.id}")
     assert queue.precompute_schedule(project.id) is True
+
+
+@pytest.mark.django_db(transaction=True)
+def test_release_readiness_is_cached_until_labels_or_exclusions_change(project, labelers, lead):
+    from labeling.services.data_manager import data_bulk
+    from labeling.services.releases.readiness import release_readiness, release_readiness_cached
+
+    add_images(project, 4)
+    cal1 = open_calibration_1(project, size=4, cal1=4)
+    label_all(cal1, labelers[0], tone=4)
+    first = release_readiness_cached(project, {})
+    assert first["freshness"]["stale"] is False
+    again = release_readiness_cached(project, {})
+    assert again["freshness"]["computed_at"] == first["freshness"]["computed_at"]  # from the cache
+    label_all(cal1, labelers[1], tone=4)  # labels change: recomputed
+    changed = release_readiness_cached(project, {})
+    assert changed["freshness"]["version"] != first["freshness"]["version"]
+    image = project.images.order_by("id").first()
+    data_bulk(project=project, action="exclude", user=lead, image_ids=[image.id], reason="consent withdrawn")
+    excluded = release_readiness_cached(project, {})
+    assert excluded["freshness"]["version"] != changed["freshness"]["version"]
+    fresh = release_readiness(project, {})
+    assert {k: v for k, v in excluded.items() if k != "freshness"} == fresh
+    assert excluded["categories"]["excluded_by_lead"]["count"] == 1

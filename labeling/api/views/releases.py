@@ -160,4 +160,4 @@ class ReleaseViewSet(viewsets.GenericViewSet):
     def readiness(self, request, project_pk=None):
         """How many images fall in each category a lead must include or exclude, with examples."""
         project = self.project(*READERS)
-        return Response(release_services.release_readiness(project, _rule_from_query(request.query_params)))
+        return Response(release_services.release_readiness_cached(project, _rule_from_query(request.query_params)))

@@ -26,7 +26,7 @@ from .build import (
 from .diff import release_diff
 from .finalise import CHUNK_IMAGES, counted_labels, project_has_labels, release_chunks
 from .lifecycle import release_cancel, release_request
-from .readiness import MAX_EXAMPLES, release_readiness
+from .readiness import MAX_EXAMPLES, release_readiness, release_readiness_cached
 from .reimport import release_import
 from .rules import CARD_FIELDS, CATEGORIES, DEFAULT_INCLUDE, DEFAULT_MIN_VALID_LABELS, card_text_clean, rule_clean
 from .storage import release_dir, release_file_path, release_zip_path
@@ -54,6 +54,7 @@ __all__ = [
     "release_import",
     "release_file_path",
     "release_readiness",
+    "release_readiness_cached",
     "release_request",
     "release_write",
     "release_zip_path",
