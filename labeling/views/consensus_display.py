@@ -18,6 +18,14 @@ COMPARISON_ROWS = [
     ("Fleiss' kappa (nominal)", ("fleiss_kappa",), "num"),
 ]
 
+#: The headline numbers of the selected phase, at the top of the dashboard (the rest is a click away).
+SUMMARY_ROWS = [
+    ("Krippendorff's alpha, ordinal", ("alpha", "ordinal"), "alpha"),
+    ("Near consensus (all values within one tone)", ("near_consensus",), "pct"),
+    ("Overlap consensus (all selections share a tone)", ("overlap_consensus",), "pct"),
+    ("Pairs of labels within one tone", ("percent_within_one",), "pct"),
+]
+
 IMAGE_COLUMNS = [
     ("image_id", "Image"),
     ("n_valid", "Valid"),
@@ -66,6 +74,30 @@ def _agreement_cell(summary: dict, path: tuple[str, ...]) -> dict:
         cell = cell[key]
     interval = (summary.get("agreement_intervals") or {}).get(path[0]) if len(path) == 1 else None
     return {**cell, **interval} if interval else cell  # a rate's Wilson interval (low, high, n)
+
+
+def summary_context(selected: dict | None) -> dict | None:
+    """The selected phase in a few numbers: agreement with intervals, counts, and the labelers to look at
+    first (largest bias; the one without whom the panel agrees most). Facts with their numbers, no verdict
+    beyond alpha's published thresholds."""
+    if not selected:
+        return None
+    labelers = selected.get("per_labeler") or []
+
+    def value(stat: dict | None):
+        return None if not stat else stat.get("value")
+
+    with_bias = [r for r in labelers if value(r["bias"]["mean_diff"]) is not None]
+    with_change = [r for r in labelers if value(r.get("alpha_change")) is not None]
+    biased = max(with_bias, key=lambda r: abs(value(r["bias"]["mean_diff"])), default=None)
+    raises = max(with_change, key=lambda r: value(r["alpha_change"]), default=None)
+    return {
+        "cells": [
+            {"label": label, "s": _agreement_cell(selected, path), "fmt": fmt} for label, path, fmt in SUMMARY_ROWS
+        ],
+        "biased": biased,
+        "raises": raises if raises is not None and value(raises["alpha_change"]) > 0 else None,
+    }
 
 
 def comparison_rows(phases: list[dict]) -> list[dict]:
@@ -185,6 +217,7 @@ def dashboard_context(dashboard: dict) -> dict:
     return {
         "dashboard": dashboard,
         "selected": selected,
+        "summary": summary_context(selected),
         "kappa_rows": kappa_rows(selected),
         "band_rows": band_rows,
         "bands": bands,
