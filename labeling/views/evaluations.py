@@ -29,7 +29,11 @@ OPTION_FIELDS = [
     ("min_samples", "DBSCAN min_samples", "Not given by seed 000; 10 here, with the flagged count at 5 and 20."),
     ("permutations", "Permutations of the intersectional null", "199; 0 for none."),
     ("gender_column", "Gender attribute", "Empty: 'gender' if the release has it."),
-    ("body_shape_column", "Body-shape attribute", "Empty: the first numeric attribute named like 'body'."),
+    (
+        "body_shape_column",
+        "Body-shape attribute",
+        "Empty: the first attribute named like 'body'. Numbers are scored along their range, text as groups.",
+    ),
     ("groups", "Disaggregate by", "Text attributes, comma-separated; empty: gender and up to two more."),
 ]
 

@@ -451,3 +451,32 @@ def test_an_evaluation_whose_task_was_lost_is_resent_and_one_whose_worker_died_i
     assert Job.objects.get(pk=dead.job_id).status == Job.Status.FAILED
     # A late task of the given-up run does nothing.
     assert evaluation_services.evaluation_run(dead).status == "failed"
+
+
+def test_a_text_body_shape_is_scored_as_groups(synthetic, lead, client_for, django_capture_on_commit_callbacks):
+    """What a lead naturally has (slim / average / heavy) is scored like gender, and the page says so."""
+    from labeling.services.releases import release_dir
+
+    project, table = synthetic["project"], synthetic["images"].copy()
+    shapes = ["slim", "average", "heavy"]
+    table["body_shape"] = [shapes[int(s[1:]) % 3] for s in table["subject_id"]]
+    table.to_parquet(release_dir(synthetic["release"]) / "images.parquet", index=False)
+    results = results_for(table, planted=0.0)
+    results.loc[table["body_shape"].to_numpy() == "heavy", "error"] += 1.5  # heavy bodies: 1.5 mm worse
+    api = client_for(lead)
+    created = post(api, project, results, capture=django_capture_on_commit_callbacks)
+    assert created.status_code == 201, created.json()
+    run = EvaluationRun.objects.get(pk=created.json()["id"])
+    assert run.status == EvaluationRun.Status.DONE, run.error
+    assert run.options["body_shape_column"] == "body_shape"
+    part = run.report["body_shape"]
+    assert part["treatment"] == "categorical"
+    assert part["significant"] is True and part["higher_error_group"] == "heavy"
+    from django.test import Client
+
+    browser = Client()
+    browser.force_login(lead)
+    page = browser.get(f"/projects/{project.pk}/evaluations/{run.pk}/")
+    assert page.status_code == 200
+    assert "body shape (body_shape, groups)" in page.content.decode()
+    assert "heavy worse than" in page.content.decode()

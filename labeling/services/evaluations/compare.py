@@ -62,7 +62,10 @@ def evaluation_compare(a: EvaluationRun, b: EvaluationRun, *, n_permutations: in
             shared["error_b"].to_numpy(dtype=float),
             gender=shared[gender].astype(str).to_numpy() if gender and shared[gender].notna().all() else None,
             skin_tone=shared["final_value"].to_numpy(dtype=float),
-            body_shape=shared[body].to_numpy(dtype=float) if body and shared[body].notna().all() else None,
+            # A text body shape (groups) has no slope to compare: only a numeric one is compared here.
+            body_shape=shared[body].to_numpy(dtype=float)
+            if body and shared[body].notna().all() and pd.api.types.is_numeric_dtype(shared[body])
+            else None,
             n_bands=int(options.get("n_bands", 5)),
             alpha=alpha,
             n_permutations=n_permutations,

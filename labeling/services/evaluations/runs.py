@@ -181,10 +181,12 @@ def options_clean(raw: dict[str, Any], release: Release, *, error_kind: str = "r
         )
     body = options.get("body_shape_column")
     if body in (None, ""):
-        body = next((c for c in numeric if "body" in c.lower()), None)
-    elif body not in numeric:
+        # Numeric (scored along its range) or text (scored as groups, like gender; metrics.report decides).
+        body = next((c for c in [*numeric, *categorical] if "body" in c.lower() and c != gender), None)
+    elif body not in numeric and body not in categorical:
         problems["body_shape_column"] = (
-            f"{body!r} is not a numeric attribute of release v{release.version}; it has {', '.join(numeric) or 'none'}"
+            f"{body!r} is not an attribute of release v{release.version}; "
+            f"it has {', '.join([*numeric, *categorical]) or 'none'}"
         )
     groups = options.get("groups")
     if groups in (None, ""):
