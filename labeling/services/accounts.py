@@ -68,3 +68,70 @@ def account_email_set(*, user, email) -> str:
         username = user.get_username()
         transaction.on_commit(lambda: _notify_old_address(username, old, new))
     return new
+
+
+def _may_manage(*, membership, by) -> bool:
+    """Staff, or the lead who created the member's sign-in from FairTone (``AccountOrigin``)."""
+    from ..models import AccountOrigin
+
+    return (
+        bool(getattr(by, "is_staff", False))
+        or AccountOrigin.objects.filter(user_id=membership.user_id, created_by=by).exists()
+    )
+
+
+def member_email_set(*, membership, email, by) -> str:
+    """A lead gives an address to a member's sign-in that has none, so that it can reset its password.
+
+    Only for a sign-in the lead created (staff: any), and never replacing an address: a lead must not be
+    able to send someone's password resets elsewhere (the person changes their own on their account page).
+    """
+    user = membership.user
+    if user.email:
+        raise ValidationError({"email": "This sign-in already has an address: only its owner can change it."})
+    if not _may_manage(membership=membership, by=by):
+        raise ValidationError(
+            {"email": "Only the lead who created this sign-in can give it an address; its owner can add one."}
+        )
+    new = email_clean(email)
+    if not new:
+        raise ValidationError({"email": "Give the address the reset link should go to."})
+    user.email = new
+    user.save(update_fields=["email"])
+    return new
+
+
+def member_reset_link_send(*, membership, by, domain: str, use_https: bool) -> str:
+    """Mail the member a password reset link (Django's reset mail and token) to their own address.
+
+    For a sign-in the lead created (staff: any) that has an address. Returns the address it went to.
+    """
+    from django.contrib.auth.forms import PasswordResetForm
+    from django.contrib.auth.tokens import default_token_generator
+    from django.utils.encoding import force_bytes
+    from django.utils.http import urlsafe_base64_encode
+
+    user = membership.user
+    if not user.email:
+        raise ValidationError({"email": "This sign-in has no address: give it one first."})
+    if not _may_manage(membership=membership, by=by):
+        raise ValidationError({"email": "Only the lead who created this sign-in can send it a reset link."})
+    if not user.is_active:
+        raise ValidationError({"email": "This sign-in is deactivated."})
+    context = {
+        "email": user.email,
+        "domain": domain,
+        "site_name": domain,
+        "uid": urlsafe_base64_encode(force_bytes(user.pk)),
+        "user": user,
+        "token": default_token_generator.make_token(user),
+        "protocol": "https" if use_https else "http",
+    }
+    PasswordResetForm().send_mail(
+        "registration/password_reset_subject.txt",
+        "registration/password_reset_email.txt",
+        context,
+        None,
+        user.email,
+    )
+    return user.email

@@ -179,6 +179,8 @@ def import_report(request, pk: int, batch_id: int):
 @login_required
 def project_members(request, pk: int):
     project, _ = page_project(request, pk, Membership.Role.LEAD)
+    if request.method == "POST" and request.POST.get("action") in ("email", "reset"):
+        return _member_account_action(request, project)
     form = MemberForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         d = form.cleaned_data
@@ -190,7 +192,43 @@ def project_members(request, pk: int):
             messages.success(request, f"{d['username']} added.")
             return redirect("project-members", pk=project.pk)
     members = project.memberships.select_related("user").order_by("role", "pseudonym")
-    return render(request, "labeling/project_members.html", {"project": project, "form": form, "members": members})
+    from ..models import AccountOrigin
+
+    # Sign-ins this lead created (staff: all): the lead may give them an address or mail them a reset link.
+    origins = AccountOrigin.objects.filter(user__memberships__project=project)
+    if not request.user.is_staff:
+        origins = origins.filter(created_by=request.user)
+    managed = set(origins.values_list("user_id", flat=True))
+    return render(
+        request,
+        "labeling/project_members.html",
+        {"project": project, "form": form, "members": members, "managed": managed},
+    )
+
+
+def _member_account_action(request, project):
+    """A lead gives a member's sign-in an address (if it has none and the lead created it), or mails it a
+    password reset link (``services.accounts``)."""
+    from ..services import accounts
+
+    membership = project.memberships.select_related("user").filter(pk=request.POST.get("member") or 0).first()
+    if membership is None:
+        messages.error(request, "No such member in this project.")
+        return redirect("project-members", pk=project.pk)
+    try:
+        if request.POST["action"] == "email":
+            address = accounts.member_email_set(membership=membership, email=request.POST.get("email"), by=request.user)
+            messages.success(
+                request, f"{membership.user.username} can now reset a forgotten password through {address}."
+            )
+        else:
+            address = accounts.member_reset_link_send(
+                membership=membership, by=request.user, domain=request.get_host(), use_https=request.is_secure()
+            )
+            messages.success(request, f"A password reset link was mailed to {membership.user.username} ({address}).")
+    except ValidationError as exc:
+        messages.error(request, error_text(exc))
+    return redirect("project-members", pk=project.pk)
 
 
 @login_required

@@ -183,3 +183,42 @@ def test_the_account_page_is_for_signed_in_people_only(client):
     r = client.get("/account/")
     assert r.status_code == 302 and r["Location"].startswith("/login/")
     assert Membership.objects.count() == 0
+
+
+def test_a_lead_gives_an_address_to_a_sign_in_they_created_and_mails_it_a_reset_link(lead, project, client_for):
+    """A lead-created sign-in without an address: its lead adds one (never replaces one) and can mail a reset
+    link that works; another lead of the project, who did not create it, can do neither."""
+    client_for(lead).post(
+        f"/api/projects/{project.pk}/members/", {"username": "gus", "password": PASSWORD}, format="json"
+    )
+    gus = Membership.objects.get(project=project, user__username="gus")
+    other_lead = UserFactory(username="other-lead")
+    MembershipFactory(project=project, user=other_lead, role=Membership.Role.LEAD, pseudonym="LEAD2")
+    browser = Client()
+    browser.force_login(lead)
+    page = browser.get(f"/projects/{project.pk}/members/").content.decode()
+    assert 'name="action" value="email"' in page
+    r = browser.post(f"/projects/{project.pk}/members/", {"action": "email", "member": gus.pk, "email": "gus@x.org"})
+    assert r.status_code == 302
+    gus.user.refresh_from_db()
+    assert gus.user.email == "gus@x.org"
+    # Never replaced by a lead (only the owner changes it).
+    browser.post(f"/projects/{project.pk}/members/", {"action": "email", "member": gus.pk, "email": "evil@x.org"})
+    gus.user.refresh_from_db()
+    assert gus.user.email == "gus@x.org"
+    # Another lead did not create the sign-in: no reset link from them.
+    other = Client()
+    other.force_login(other_lead)
+    mail.outbox.clear()
+    other.post(f"/projects/{project.pk}/members/", {"action": "reset", "member": gus.pk}, follow=True)
+    assert mail.outbox == []
+    assert 'value="reset"' not in other.get(f"/projects/{project.pk}/members/").content.decode()
+    # Its creator mails the link; it sets a new password.
+    done = browser.post(f"/projects/{project.pk}/members/", {"action": "reset", "member": gus.pk}, follow=True)
+    assert b"A password reset link was mailed to gus" in done.content
+    assert len(mail.outbox) == 1 and mail.outbox[0].to == ["gus@x.org"]
+    link = re.search(r"http://testserver(/account/reset/\S+/)", mail.outbox[0].body).group(1)
+    stranger = Client()
+    form = stranger.get(link, follow=True)
+    stranger.post(form.redirect_chain[-1][0], {"new_password1": NEW_PASSWORD, "new_password2": NEW_PASSWORD})
+    assert signs_in("gus", NEW_PASSWORD)
