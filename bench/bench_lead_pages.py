@@ -175,6 +175,12 @@ def main_big(n_images: int, precomputed: bool = False) -> None:
             f"/images/{image.id}/",
         ]
         time_pages(client, urls, _precompute_function(precomputed))
+        # Deleting the whole project (rows in one transaction; no files here: the images are dummies).
+        from labeling.services.project_lifecycle import project_delete
+
+        start = time.perf_counter()
+        counts = project_delete(project=project, user=lead, confirm=True)
+        print(f"\nproject delete: {counts} in {time.perf_counter() - start:.1f} s")
     finally:
         from django.db import connections
 
