@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["ProportionDifference", "proportion_difference", "wilson_interval"]
+__all__ = ["ProportionDifference", "proportion_difference", "wilson_interval", "wilson_interval_effective"]
 
 
 def wilson_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
@@ -72,14 +72,50 @@ def wilson_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float, fl
     if n == 0:
         return (math.nan, math.nan)
     z = float(norm.ppf(1 - (1 - confidence) / 2))
-    p = k / n
+    return _wilson_bounds(k / n, n, z, at_zero=k == 0, at_one=k == n)
+
+
+def _wilson_bounds(p: float, n: float, z: float, *, at_zero: bool, at_one: bool) -> tuple[float, float]:
+    """Wilson score bounds of the share ``p`` over ``n`` (possibly fractional) trials at normal quantile ``z``."""
     z2n = z * z / n
     denominator = 1 + z2n
     centre = (p + z2n / 2) / denominator
-    half = z * math.sqrt(p * (1 - p) / n + z2n / (4 * n)) / denominator
-    low = 0.0 if k == 0 else max(0.0, centre - half)
-    high = 1.0 if k == n else min(1.0, centre + half)
+    half = z * math.sqrt(max(p * (1 - p), 0.0) / n + z2n / (4 * n)) / denominator
+    low = 0.0 if at_zero else max(0.0, centre - half)
+    high = 1.0 if at_one else min(1.0, centre + half)
     return (low, high)
+
+
+def wilson_interval_effective(p: float, n_effective: float, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval of a share ``p`` whose information is that of ``n_effective`` independent trials.
+
+    For a proportion estimated from clustered data (pairs of labels on the same image, labels of the same
+    image), the effective sample size is the number of independent trials that would give the same
+    variance: ``n_eff = p (1 - p) / var(p)`` (Kish 1965). Korn and Graubard (1998, "Confidence intervals for
+    proportions with small expected number of positive counts estimated from survey data", Survey
+    Methodology 24) plug it into an interval for a binomial proportion; this is the Wilson version, which
+    keeps ``[0, 1]`` and is not degenerate at 0 or 1. ``n_effective`` need not be whole; with
+    ``p = k / n`` and ``n_effective = n`` it is :func:`wilson_interval`.
+
+    Examples
+    --------
+    >>> wilson_interval_effective(18 / 29, 29) == wilson_interval(18, 29)
+    True
+    >>> [round(x, 3) for x in wilson_interval_effective(0.62, 14.5)]
+    [0.371, 0.818]
+    >>> wilson_interval_effective(0.5, 0)
+    (nan, nan)
+    """
+    from scipy.stats import norm
+
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
+    if not math.isfinite(p) or not math.isfinite(n_effective) or n_effective <= 0:
+        return (math.nan, math.nan)
+    if not 0 <= p <= 1:
+        raise ValueError(f"p must lie in [0, 1], got {p!r}")
+    z = float(norm.ppf(1 - (1 - confidence) / 2))
+    return _wilson_bounds(p, n_effective, z, at_zero=p == 0, at_one=p == 1)
 
 
 @dataclass(frozen=True)

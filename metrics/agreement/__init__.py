@@ -30,6 +30,9 @@ the implementation, one family each:
   ``cohen_kappa_weighted``, ``kappa_matrix``;
 * ``distributions``: ``k_of_n_agreement``, ``unique_values_distribution``;
 * ``labelers``: ``test_retest``, ``labeler_bias``, ``outlier_labels``;
+* ``clustered``: ``clustered_proportion`` (a pooled share over pairs or labels with an interval
+  that respects the clustering by image), ``pairwise_agreement_counts``,
+  ``pairwise_agreement_interval``, ``cluster_bootstrap_proportion``;
 * ``consensus``: ``image_consensus``, ``consensus_table``,
   ``selections_to_arrays``, ``selection_values``;
 * ``_data`` (private): reliability data -> value codes -> count matrix.
@@ -37,6 +40,13 @@ the implementation, one family each:
 
 from ._data import LevelOfMeasurement
 from .bootstrap import AlphaBootstrap, bootstrap_alpha
+from .clustered import (
+    ClusteredProportion,
+    cluster_bootstrap_proportion,
+    clustered_proportion,
+    pairwise_agreement_counts,
+    pairwise_agreement_interval,
+)
 from .consensus import (
     ImageConsensus,
     Selection,
@@ -63,6 +73,7 @@ __all__ = [
     "ALPHA_TENTATIVE",
     "OUTLIER_DISTANCE",
     "AlphaBootstrap",
+    "ClusteredProportion",
     "ImageConsensus",
     "LevelOfMeasurement",
     "Selection",
@@ -70,6 +81,8 @@ __all__ = [
     "alpha_from_counts",
     "alpha_leave_one_out",
     "bootstrap_alpha",
+    "cluster_bootstrap_proportion",
+    "clustered_proportion",
     "cohen_kappa_weighted",
     "consensus_table",
     "fleiss_kappa",
@@ -80,6 +93,8 @@ __all__ = [
     "krippendorff_alpha",
     "labeler_bias",
     "outlier_labels",
+    "pairwise_agreement_counts",
+    "pairwise_agreement_interval",
     "percent_exact",
     "percent_within_one",
     "selection_values",
