@@ -148,6 +148,11 @@ FAIRTONE = {
     # delay per project (labeling.services.precompute).
     "PRECOMPUTE_DELAY": float(os.environ.get("FAIRTONE_PRECOMPUTE_DELAY", "15")),
     "THUMBNAIL_MAX_SIDE": 320,
+    # A running release build or evaluation beats at most every JOB_HEARTBEAT_SECONDS while it works; the
+    # jobs sweeper fails it (retryable) once its heartbeat is older than JOB_STALE_MINUTES: its worker is
+    # gone (labeling.services.heartbeat, labeling.services.jobs).
+    "JOB_HEARTBEAT_SECONDS": float(os.environ.get("FAIRTONE_JOB_HEARTBEAT_SECONDS", "5")),
+    "JOB_STALE_MINUTES": float(os.environ.get("FAIRTONE_JOB_STALE_MINUTES", "10")),
 }
 
 # https://www.django-rest-framework.org/api-guide/settings/

@@ -10,7 +10,10 @@ then
 * re-sends once the start of a job queued for :data:`QUEUED_RESEND_SECONDS` without starting (its
   task was lost), and gives it up after twice that;
 * gives up a running job with no sign of life for longer than its kind's task time limit plus
-  :data:`DEADLINE_MARGIN_SECONDS`.
+  :data:`DEADLINE_MARGIN_SECONDS`;
+* gives up sooner a running job of a kind whose task beats while it works (``heartbeat.BEATING_KINDS``:
+  a release build, an evaluation run) once its heartbeat is older than ``FAIRTONE["JOB_STALE_MINUTES"]``
+  (``heartbeat.job_stale_seconds``): a release's four-hour limit is no wait for a dead worker.
 
 Giving up leaves the job retryable: a baseline run records every image without a result as failed
 ("worker lost") so that its "retry failed images" reruns exactly those; a release is marked failed
@@ -26,6 +29,7 @@ from django.utils import timezone
 
 from ..models import EvaluationRun, ImageBaseline, Job, Release
 from . import queue
+from .heartbeat import BEATING_KINDS, job_stale_seconds
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +41,10 @@ DEADLINE_MARGIN_SECONDS = 120
 QUEUED_RESEND_SECONDS = 15 * 60
 
 ABANDONED = "no sign of life from a worker for {minutes} minutes (the worker was lost)"
+STALE = (
+    "no heartbeat from its worker for {minutes} minutes, more than the {stale:g} allowed "
+    "(FAIRTONE_JOB_STALE_MINUTES): the worker was lost"
+)
 
 
 def job_heartbeat(job_id: int | None) -> None:
@@ -59,6 +67,12 @@ def job_deadline_seconds(kind: str) -> int:
     from django.conf import settings
 
     return limits.get(kind, settings.CELERY_TASK_TIME_LIMIT) + DEADLINE_MARGIN_SECONDS
+
+
+def job_silence_limit_seconds(kind: str) -> float:
+    """How long a running job of ``kind`` may be silent before the sweeper gives it up."""
+    deadline = job_deadline_seconds(kind)
+    return min(deadline, job_stale_seconds()) if kind in BEATING_KINDS else deadline
 
 
 def _last_sign_of_life(job: Job):
@@ -159,5 +173,8 @@ def jobs_sweep(*, now=None) -> dict[str, int]:
             continue
         if silent > job_deadline_seconds(job.kind):
             job_abandon(job, ABANDONED.format(minutes=int(silent // 60)))
+            report["abandoned"] += 1
+        elif silent > job_silence_limit_seconds(job.kind):
+            job_abandon(job, STALE.format(minutes=int(silent // 60), stale=job_stale_seconds() / 60))
             report["abandoned"] += 1
     return report

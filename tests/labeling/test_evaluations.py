@@ -442,12 +442,14 @@ def test_an_evaluation_whose_task_was_lost_is_resent_and_one_whose_worker_died_i
     now = timezone.now()
     EvaluationRun.objects.filter(pk=dead.pk).update(status="running")
     Job.objects.filter(pk=dead.job_id).update(status=Job.Status.RUNNING, started_at=now, heartbeat_at=now)
-    deadline = job_services.job_deadline_seconds(Job.Kind.EVALUATION)
-    assert deadline > evaluation_services.EVALUATION_TASK_TIME_LIMIT
-    assert job_services.jobs_sweep(now=now + timedelta(seconds=deadline - 30))["abandoned"] == 0
-    assert job_services.jobs_sweep(now=now + timedelta(seconds=deadline + 1))["abandoned"] == 1
+    assert job_services.job_deadline_seconds(Job.Kind.EVALUATION) > evaluation_services.EVALUATION_TASK_TIME_LIMIT
+    # A run beats at each step of its report: given up once its heartbeat is stale, before its time limit.
+    stale = job_services.job_silence_limit_seconds(Job.Kind.EVALUATION)
+    assert stale < evaluation_services.EVALUATION_TASK_TIME_LIMIT
+    assert job_services.jobs_sweep(now=now + timedelta(seconds=stale - 30))["abandoned"] == 0
+    assert job_services.jobs_sweep(now=now + timedelta(seconds=stale + 1))["abandoned"] == 1
     dead.refresh_from_db()
-    assert dead.status == "failed" and "worker was lost" in dead.error
+    assert dead.status == "failed" and "worker was lost" in dead.error and "no heartbeat" in dead.error
     assert Job.objects.get(pk=dead.job_id).status == Job.Status.FAILED
     # A late task of the given-up run does nothing.
     assert evaluation_services.evaluation_run(dead).status == "failed"

@@ -135,3 +135,29 @@ def test_the_sweeper_runs_from_the_command_line(half_done_run):
     out = io.StringIO()
     call_command("jobs_sweep", stdout=out)
     assert "gave up 0 job(s)" in out.getvalue()
+
+
+def test_a_heartbeat_is_written_at_most_every_interval_and_progress_always(project, lead, settings):
+    from labeling.services.heartbeat import JobBeat
+
+    job = Job.objects.create(project=project, kind=Job.Kind.EXPORT, status=Job.Status.RUNNING, created_by=lead)
+    beat = JobBeat(job.pk, interval=3600)
+    beat()
+    first = Job.objects.get(pk=job.pk).heartbeat_at
+    assert first is not None
+    beat()  # within the interval: nothing written
+    assert Job.objects.get(pk=job.pk).heartbeat_at == first
+    beat(done=3)  # progress is written at once, with a heartbeat
+    job.refresh_from_db()
+    assert job.done == 3 and job.heartbeat_at > first
+    JobBeat(None)()  # no job: nothing to do
+
+
+def test_only_kinds_that_beat_are_given_up_on_a_stale_heartbeat(settings):
+    settings.FAIRTONE = {**settings.FAIRTONE, "JOB_STALE_MINUTES": 7}
+    for kind in (Job.Kind.EXPORT, Job.Kind.EVALUATION):
+        assert job_services.job_silence_limit_seconds(kind) == 7 * 60
+    # A baseline batch writes its results (each a sign of life) within its own 10-minute limit.
+    assert job_services.job_silence_limit_seconds(Job.Kind.BASELINE) == job_services.job_deadline_seconds(
+        Job.Kind.BASELINE
+    )

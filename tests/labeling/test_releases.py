@@ -534,6 +534,65 @@ def test_cancelling_stops_the_build_between_chunks(study, lead, media, monkeypat
         svc.release_cancel(release)
 
 
+def test_a_build_beats_between_its_chunks_and_stages(study, lead, media, monkeypatch, settings):
+    """Issue 13, item 1: the job's heartbeat moves while the build works, not only at its start."""
+    monkeypatch.setattr("labeling.services.releases.finalise.CHUNK_IMAGES", 3)  # 8 images: 3 chunks
+    settings.FAIRTONE = {**settings.FAIRTONE, "JOB_HEARTBEAT_SECONDS": 0}  # every beat is written
+    release = svc.release_request(
+        project=study["project"], user=lead, rule={"include": INCLUDE_ALL}, card_text=CARD, with_images=False
+    )
+    seen = []
+    real = build_module.image_table
+
+    def record_the_heartbeat(*args, **kwargs):
+        seen.append(Job.objects.get(pk=release.job_id).heartbeat_at)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(build_module, "image_table", record_the_heartbeat)
+    release = svc.release_build(release)
+    assert release.status == Release.Status.PUBLISHED
+    job = Job.objects.get(pk=release.job_id)
+    assert len(seen) == 3 and None not in seen
+    assert seen == sorted(seen) and len(set(seen)) == 3  # a new heartbeat at each chunk
+    assert job.heartbeat_at > seen[-1] >= job.started_at  # and after the last one (the card, the zip)
+
+
+def test_a_build_whose_worker_died_is_failed_once_its_heartbeat_is_stale_and_can_be_made_again(
+    study, lead, media, settings
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from labeling.services import jobs as job_services
+
+    settings.FAIRTONE = {**settings.FAIRTONE, "JOB_STALE_MINUTES": 3}
+    project = study["project"]
+    release = svc.release_request(project=project, user=lead, rule={"include": INCLUDE_ALL}, card_text=CARD)
+    # The worker started the build, beat once, then died (SIGKILL): nothing more happens.
+    now = timezone.now()
+    Release.objects.filter(pk=release.pk).update(status=Release.Status.RUNNING)
+    Job.objects.filter(pk=release.job_id).update(status=Job.Status.RUNNING, started_at=now, heartbeat_at=now)
+    assert job_services.jobs_sweep(now=now + timedelta(minutes=3) - timedelta(seconds=30))["abandoned"] == 0
+    assert Release.objects.get(pk=release.pk).status == Release.Status.RUNNING
+    # Long before the build's four-hour time limit: the heartbeat is stale.
+    assert job_services.job_deadline_seconds(Job.Kind.EXPORT) > 3600
+    assert job_services.jobs_sweep(now=now + timedelta(minutes=3, seconds=1))["abandoned"] == 1
+    release.refresh_from_db()
+    job = Job.objects.get(pk=release.job_id)
+    assert release.status == Release.Status.FAILED and job.status == Job.Status.FAILED
+    assert job.finished_at is not None
+    for text in (release.error, job.message):
+        assert "no heartbeat from its worker for 3 minutes, more than the 3 allowed" in text
+        assert "the worker was lost" in text and "start the release again" in text
+    # Retryable: the release is made again, and a late task of the failed one publishes nothing.
+    assert svc.release_build(release).status == Release.Status.FAILED
+    again = svc.release_build(
+        svc.release_request(project=project, user=lead, rule={"include": INCLUDE_ALL}, card_text=CARD)
+    )
+    assert again.status == Release.Status.PUBLISHED
+
+
 def test_two_requests_at_once_give_one_release(study, lead):
     project = study["project"]
     first = svc.release_request(project=project, user=lead, rule={"include": INCLUDE_ALL}, card_text=CARD)

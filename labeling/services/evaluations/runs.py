@@ -30,6 +30,7 @@ from metrics.report import ReportInputError, ReportOptions, tone_composition, wr
 
 from ...models import EvaluationRun, Job, Project, Release
 from .. import queue
+from ..heartbeat import JobBeat
 from ..project_lifecycle import project_refuse_if_archived
 from ..releases import release_file_path
 from ..releases.tables import FIXED_IMAGE_COLUMNS
@@ -320,8 +321,7 @@ def evaluation_create(
 
 def _job_step(run: EvaluationRun, done: int, message: str) -> None:
     """Progress, and a sign of life for the jobs sweeper (``services.jobs``)."""
-    if run.job_id:
-        Job.objects.filter(pk=run.job_id).update(done=done, message=message, heartbeat_at=timezone.now())
+    JobBeat(run.job_id)(done=done, message=message)
 
 
 def evaluation_fail(run: EvaluationRun, error: str) -> None:
@@ -391,10 +391,11 @@ def evaluation_run(run: EvaluationRun) -> EvaluationRun:
         return run
     stored = _stored(content, run)
     finished = timezone.now()
-    EvaluationRun.objects.filter(pk=run.pk).update(
+    # Only a run still running: one given up meanwhile by the sweeper (its worker seemed lost) stays failed.
+    stored_now = EvaluationRun.objects.filter(pk=run.pk, status=EvaluationRun.Status.RUNNING).update(
         status=EvaluationRun.Status.DONE, report=stored, finished_at=finished, error=""
     )
-    if run.job_id:
+    if run.job_id and stored_now:
         Job.objects.filter(pk=run.job_id).update(
             status=Job.Status.DONE, done=6, message="Report ready.", finished_at=finished
         )

@@ -7,6 +7,9 @@ database gives the same bytes: rows by image id, then label id; no clock but the
 published in one transaction. A worker killed midway leaves only a temporary directory (removed by
 the next attempt) and a release still queued or running; a failing disk marks the release and its job
 failed with the reason, and removes what was written; a cancelled release stops between chunks.
+While it works the build beats (``services.heartbeat``: between chunks, images, stages and the files it
+zips, written at most every few seconds), so that the jobs sweeper fails a dead worker's build within
+``FAIRTONE["JOB_STALE_MINUTES"]``.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from ...models import Image, Job, Membership, Release, ReleaseImage
+from ..heartbeat import JobBeat
 from .bundle import ImagefolderWriter, TableWriter, file_info, manifest_write, zip_write
 from .card import card_render
 from .card_facts import card_facts, card_project_facts
@@ -111,10 +115,17 @@ def release_info(release: Release, summary: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def release_write(release: Release, out_dir: Path, *, on_chunk: Callable[[int], None] | None = None) -> dict[str, Any]:
+def release_write(
+    release: Release,
+    out_dir: Path,
+    *,
+    on_chunk: Callable[[int], None] | None = None,
+    beat: Callable[[], None] | None = None,
+) -> dict[str, Any]:
     """Write every file of ``release`` into ``out_dir`` (which must not exist yet).
 
-    ``on_chunk(images_done)`` is called after each chunk of images (progress; it may raise to stop).
+    ``on_chunk(images_done)`` is called after each chunk of images (progress; it may raise to stop);
+    ``beat()`` between the stages and the images copied (a sign of life; cheap to call often).
 
     Returns
     -------
@@ -125,9 +136,11 @@ def release_write(release: Release, out_dir: Path, *, on_chunk: Callable[[int], 
     """
     project = release.project
     rule = rule_stored(release.rule)  # a rule stored before a category existed: its default
+    beat = beat or (lambda: None)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True)
     context = context_load(project, rule)
+    beat()
     attributes = attribute_columns(project)
     schema = images_schema(attributes)
     tone_names = {t.position: t.name for t in project.scale.tones.all()}
@@ -142,6 +155,7 @@ def release_write(release: Release, out_dir: Path, *, on_chunk: Callable[[int], 
     # The card's sections from the project's rows first: their working memory is then reused by the tables'.
     phases = list(project.phases.order_by("id"))
     project_facts = card_project_facts(project, phases)
+    beat()
     folder = ImagefolderWriter(out_dir / "imagefolder") if rule.get("with_images") else None
     try:
         with (
@@ -167,6 +181,7 @@ def release_write(release: Release, out_dir: Path, *, on_chunk: Callable[[int], 
                     originals = _original_bytes(chunk.image_ids.tolist())
                     for row in table.to_pylist():
                         folder.add(str(row["image_id"]), originals[row["image_id"]], row)
+                        beat()
                 n_images += len(chunk.images)
                 n_counted += int(chunk.counted.sum())
                 done += len(chunk.images)
@@ -175,13 +190,16 @@ def release_write(release: Release, out_dir: Path, *, on_chunk: Callable[[int], 
             files.update(image_writer.close())
             files.update(label_writer.close())
         memory_release()
+        beat()
         if folder is not None:
             files.update(folder.close())
+            beat()
     except BaseException:
         if folder is not None:
             folder.abort()
         raise
     labelers = tally.table(project, pseudonyms)
+    beat()
     with TableWriter(out_dir, "labelers", LABELERS_SCHEMA) as labeler_writer:
         labeler_writer.write(labelers)
         files.update(labeler_writer.close())
@@ -204,6 +222,7 @@ def release_write(release: Release, out_dir: Path, *, on_chunk: Callable[[int], 
             **rows_diff(release_image_rows(release.previous), images),
         }
         del images
+        beat()
     facts = card_facts(
         project=project,
         phases=phases,
@@ -221,11 +240,13 @@ def release_write(release: Release, out_dir: Path, *, on_chunk: Callable[[int], 
         release_info=info,
         project_facts=project_facts,
     )
+    beat()
     for relative, data in sorted(card_render(facts).items()):
         path = out_dir / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
         files[relative] = file_info(path)
+    beat()
     files = dict(sorted(files.items()))
     files["manifest.json"] = manifest_write(out_dir, info, files)
     return {"files": files, "summary": summary, "release_info": info}
@@ -347,7 +368,9 @@ def release_build(release: Release, *, final_attempt: bool = True) -> Release:
         return release
     n_images = release.project.images.count()
     Release.objects.filter(pk=release.pk, status=Release.Status.QUEUED).update(status=Release.Status.RUNNING)
-    _job_update(release, status=Job.Status.RUNNING, started_at=timezone.now(), total=n_images, done=0)
+    now = timezone.now()
+    _job_update(release, status=Job.Status.RUNNING, started_at=now, heartbeat_at=now, total=n_images, done=0)
+    beat = JobBeat(release.job_id)
     directory = project_releases_dir(release.project_id)
     inactive = set(
         release.project.releases.filter(status__in=[Release.Status.FAILED, Release.Status.CANCELLED]).values_list(
@@ -360,7 +383,7 @@ def release_build(release: Release, *, final_attempt: bool = True) -> Release:
     top = zip_top(release.project, release.version)
 
     def progress(done: int) -> None:
-        _job_update(release, done=done)
+        beat(done=done)  # the progress is a heartbeat too
         status = Release.objects.filter(pk=release.pk).values_list("status", flat=True).first()
         if status not in Release.ACTIVE:
             raise Cancelled()
@@ -370,8 +393,10 @@ def release_build(release: Release, *, final_attempt: bool = True) -> Release:
         leftovers_remove(release.project_id, release.version, inactive)
         # An earlier attempt that died between the rename and the commit: not published, so not visible.
         remove_quietly(release_dir(release))
-        result = release_write(release, tmp, on_chunk=progress)
-        zip_info = zip_write(tmp, tmp_zip, top=top)
+        beat()
+        result = release_write(release, tmp, on_chunk=progress, beat=beat)
+        zip_info = zip_write(tmp, tmp_zip, top=top, beat=beat)
+        beat()
         _publish(release, tmp, tmp_zip, result, zip_info, f"{top}.zip")
     except Cancelled:
         _remove_unpublished(release, tmp, tmp_zip, top)

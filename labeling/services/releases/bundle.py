@@ -677,8 +677,11 @@ def _release_files(root: Path, exclude: Path) -> Iterator[tuple[str, Path]]:
     return iter(sorted(found))
 
 
-def zip_write(root: Path, zip_path: Path, *, top: str) -> dict:
-    """Zip every file under root (sorted, under ``top/``, fixed dates and modes, deflate); its file info."""
+def zip_write(root: Path, zip_path: Path, *, top: str, beat: Callable[[], None] | None = None) -> dict:
+    """Zip every file under root (sorted, under ``top/``, fixed dates and modes, deflate); its file info.
+
+    ``beat()``, if given, is called after each piece of a file is written (a sign of life).
+    """
     _check_safe_name(top, "zip top folder")
     root = Path(root)
     zip_path = Path(zip_path)
@@ -693,6 +696,8 @@ def zip_write(root: Path, zip_path: Path, *, top: str) -> dict:
                 with open(path, "rb") as source, archive.open(entry, "w") as target:
                     while chunk := source.read(READ_CHUNK):
                         target.write(chunk)
+                        if beat is not None:
+                            beat()
     except BaseException:
         _unlink_quietly(zip_path)
         raise
