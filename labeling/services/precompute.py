@@ -39,7 +39,7 @@ def project_precompute(project: Project) -> dict[str, float]:
     start = time.perf_counter()
     post = project.phases.filter(kind=Phase.Kind.POST_CALIBRATION).first()
     if post is not None:
-        review_candidate_ids(post)
+        review_candidate_ids(post, compute=True)
     timings["review_candidates"] = time.perf_counter() - start
     start = time.perf_counter()
     release_readiness_cached(project, {}, compute=True)

@@ -14,6 +14,7 @@ from django.db import connection
 from metrics.agreement import OUTLIER_DISTANCE, outlier_labels
 
 from ..models import Label, Phase
+from . import queue
 from .consensus.caching import phase_versions
 
 #: Cached candidate lists (per phase, outlier distance and labels' version; see ``consensus.caching``).
@@ -76,19 +77,29 @@ ORDER BY n_reasons DESC, flags.image_id
 """
 
 
-def review_candidate_ids(phase: Phase, *, outlier_distance: float = OUTLIER_DISTANCE) -> list[tuple[int, int]]:
+def review_candidate_ids(
+    phase: Phase, *, outlier_distance: float = OUTLIER_DISTANCE, compute: bool = False
+) -> list[tuple[int, int]]:
     """``(image id, number of reasons)`` of every image :func:`review_candidates` lists, most reasons first.
 
     Cached until a label of the project changes (new, changed or deleted: the consensus cache's phase
-    versions); the worker's precompute fills it (``services.precompute``).
+    versions); the worker's precompute fills it (``services.precompute``, ``compute=True``), and with a
+    worker a changed list is served from the last one until then.
     """
     versions = sorted(phase_versions(phase.project).items())
     digest = hashlib.sha256(repr(versions).encode()).hexdigest()[:32]
     key = f"{CANDIDATES_CACHE_PREFIX}:{phase.pk}:{float(outlier_distance)}:{digest}"
+    latest_key = f"{CANDIDATES_CACHE_PREFIX}:{phase.pk}:{float(outlier_distance)}:latest"
     ids = cache.get(key)
+    if ids is None and not compute and queue.background_precompute_enabled():
+        # With a worker: the last list while the precompute task makes the new one (the labels shown
+        # for each listed image are always read fresh).
+        ids = cache.get(latest_key)
+        if ids is not None:
+            queue.precompute_schedule(phase.project_id)
     if ids is None:
         ids = _candidate_ids_query(phase, float(outlier_distance))
-        cache.set(key, ids, CANDIDATES_CACHE_TIMEOUT)
+        cache.set_many({key: ids, latest_key: ids}, CANDIDATES_CACHE_TIMEOUT)
     return ids
 
 

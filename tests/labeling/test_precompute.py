@@ -147,3 +147,23 @@ def test_release_readiness_is_cached_until_labels_or_exclusions_change(project, 
     fresh = release_readiness(project, {})
     assert {k: v for k, v in excluded.items() if k != "freshness"} == fresh
     assert excluded["categories"]["excluded_by_lead"]["count"] == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_review_candidates_are_served_from_the_last_list_until_the_worker_recomputes(project, labelers, worker_like):
+    from labeling.services.review import review_candidate_ids
+
+    add_images(project, 4)
+    cal1 = open_calibration_1(project, size=4, cal1=4)
+    for m in labelers[:2]:
+        label_all(cal1, m, tone=4)
+    cache.clear()
+    before = review_candidate_ids(cal1)
+    assert before == []  # everyone agrees
+    cache.add(f"debounce:precompute:{project.id}", True, 60)  # a precompute is already on its way
+    m = labelers[2]
+    a = cal1.assignments.filter(labeler=m, done_at__isnull=True).order_by("position").first()
+    submit(cal1, m, a.image_id, tones=[9])  # far from 4 and 4: an outlier
+    assert review_candidate_ids(cal1) == before  # the last list, while the worker recomputes
+    assert review_candidate_ids(cal1, compute=True) == [(a.image_id, 1)]
+    assert review_candidate_ids(cal1) == [(a.image_id, 1)]
