@@ -9,6 +9,8 @@ from .errors import NotAMember, WrongRole
 from .models import Assignment, Image, ImageBaseline, Label, Membership, Phase, Project, Release
 from .services.attributes import attribute_key_valid  # also used by the API's images filter
 
+#: A membership's cache entry expires after this: the most a change can go unseen, even when its clearing did
+#: not reach Redis (an outage; ``config.cache`` also replays the clearing once Redis answers). At most 30 s.
 MEMBERSHIP_CACHE_SECONDS = 30
 
 

@@ -10,6 +10,8 @@ from django.core.cache import cache
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.authtoken.models import Token
 
+#: The most a deleted token or a deactivated user can still pass, even when the clearing of its entry did not
+#: reach Redis (an outage; ``config.cache`` also replays the clearing once Redis answers). At most 30 s.
 TOKEN_CACHE_SECONDS = 30
 
 

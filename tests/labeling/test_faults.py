@@ -86,6 +86,24 @@ def test_label_submits_and_sign_in_work_with_the_cache_unreachable(labeling_sess
     assert phase.labels.count() == 10
 
 
+def start_private_redis(port: int, workdir: str) -> subprocess.Popen:
+    """A ``redis-server`` of this test's own on ``port`` (no persistence), answering when returned."""
+    proc = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        cwd=workdir,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+            return proc
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    raise AssertionError("the private redis-server did not start")
+
+
 @pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs the redis-server binary")
 def test_a_private_redis_stopped_and_started_during_labeling_loses_nothing(labeling_session):
     """Ten submits with the cache up, ten while its Redis is stopped, ten after it is back: 0 errors."""
@@ -94,20 +112,7 @@ def test_a_private_redis_stopped_and_started_during_labeling_loses_nothing(label
     workdir = tempfile.mkdtemp(prefix="fairtone-redis-")
 
     def start():
-        proc = subprocess.Popen(
-            ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-            cwd=workdir,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-                return proc
-            except OSError:
-                time.sleep(0.05)
-        proc.kill()
-        raise AssertionError("the private redis-server did not start")
+        return start_private_redis(port, workdir)
 
     redis = start()
     try:
@@ -136,6 +141,69 @@ def test_a_private_redis_stopped_and_started_during_labeling_loses_nothing(label
     for codes in (up, down, back):
         assert codes.count(201) == 10 and set(codes) == {200, 201}, codes
     assert phase.labels.count() == 30
+
+
+@pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs the redis-server binary")
+def test_a_membership_deactivated_while_redis_hangs_is_not_served_stale_once_it_answers(labeling_session):
+    """The membership's cache entry cannot be deleted while Redis hangs (its data kept): the delete is
+    replayed when Redis answers again, and the entry would expire within 30 s anyway."""
+    import os
+    import signal
+
+    import redis as redis_py
+    from django.core.cache import cache
+    from rest_framework.authtoken.models import Token
+
+    from config import cache as resilient
+    from labeling.api.authentication import TOKEN_CACHE_SECONDS
+    from labeling.models import Membership
+    from labeling.selectors import MEMBERSHIP_CACHE_SECONDS
+
+    assert MEMBERSHIP_CACHE_SECONDS <= 30 and TOKEN_CACHE_SECONDS <= 30
+    phase, m, images = labeling_session
+    port = free_port()
+    workdir = tempfile.mkdtemp(prefix="fairtone-redis-")
+    server = start_private_redis(port, workdir)
+    direct = redis_py.Redis(host="127.0.0.1", port=port, socket_timeout=5)
+    stopped = False
+    try:
+        with override_settings(CACHES=redis_cache(port)):
+            api = APIClient()
+            api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=m.user)[0].key}")
+            assert submit_all(api, phase, images[:1]) == [201, 200]
+            key = cache.make_key(f"membership:{m.user_id}:{phase.project_id}")
+            assert direct.exists(key)  # the membership is served from Redis
+
+            os.kill(server.pid, signal.SIGSTOP)  # Redis hangs: it keeps its data, nothing answers
+            stopped = True
+            assert cache.get("probe") is None  # a timeout: the cache counts Redis down for a while
+            membership = Membership.objects.get(pk=m.pk)
+            membership.is_active = False
+            membership.save()  # its cache entry's delete cannot reach Redis: recorded
+            assert resilient.missed_deletes(cache.server_id) >= 1
+            os.kill(server.pid, signal.SIGCONT)
+            stopped = False
+
+            # Redis answers again with the stale entry in it; whatever happens, it expires within 30 s.
+            assert direct.exists(key) and 0 < direct.pttl(key) <= MEMBERSHIP_CACHE_SECONDS * 1000
+            token_key = cache.make_key(f"api-token:{Token.objects.get(user=m.user).key}")
+            assert 0 < direct.pttl(token_key) <= TOKEN_CACHE_SECONDS * 1000
+            cache._down_until = 0.0  # the retry interval is over (config.cache.RETRY_AFTER_SECONDS)
+            r = api.post(
+                f"/api/phases/{phase.id}/labels/",
+                {"client_id": str(uuid.uuid4()), "image": images[1], "tones": [5]},
+                format="json",
+            )
+            assert r.status_code in (403, 404), r.status_code  # the deactivated labeler is refused at once
+            assert resilient.missed_deletes(cache.server_id) == 0
+            assert cache.get(f"membership:{m.user_id}:{phase.project_id}") == {}  # re-read from the database
+    finally:
+        if stopped:
+            os.kill(server.pid, signal.SIGCONT)
+        server.kill()
+        server.wait()
+        shutil.rmtree(workdir, ignore_errors=True)
+    assert phase.labels.count() == 1
 
 
 @pytest.fixture
