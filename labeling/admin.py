@@ -169,3 +169,23 @@ class ReleaseAdmin(admin.ModelAdmin):
 
 admin.site.register(models.EvaluationRun)
 admin.site.site_header = "FairTone administration"
+
+
+@admin.register(models.AuditEntry)
+class AuditEntryAdmin(admin.ModelAdmin):
+    """The audit log, read-only: nothing is added, changed or deleted here (the model refuses too)."""
+
+    list_display = ["created_at", "project_name", "project_id", "username", "action", "object_type", "object_id"]
+    list_filter = ["action"]
+    search_fields = ["username", "project_name", "action"]
+    date_hierarchy = "created_at"
+    actions = None
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

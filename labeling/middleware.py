@@ -76,3 +76,22 @@ class ContentSecurityPolicyMiddleware:
             docs = request.path.startswith("/api/docs/")
             response["Content-Security-Policy"] = CONTENT_SECURITY_POLICY_DOCS if docs else CONTENT_SECURITY_POLICY
         return response
+
+
+class AuditContextMiddleware:
+    """Lets services record who did something and from where (``labeling.services.audit``) without seeing the
+    request: sets the audit context for the request's duration. The user is read when an entry is written, so
+    the API's token user (set by DRF on the request later) is the one recorded."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        from .services.audit import audit_request_begin, audit_request_end
+        from .signin import client_address
+
+        token = audit_request_begin(lambda: getattr(request, "user", None), client_address(request))
+        try:
+            return self.get_response(request)
+        finally:
+            audit_request_end(token)

@@ -5,15 +5,16 @@ defines the handler means cache invalidation never depends on which module happe
 to be imported first (Zulip's ``zerver/apps.py`` does the same).
 """
 
-from django.db.models.signals import post_delete, post_save
+from django.db.models.signals import post_delete, post_save, pre_save
 
 
 def connect() -> None:
     from rest_framework.authtoken.models import Token
 
     from .api.authentication import token_cache_clear
-    from .models import Label, Membership
+    from .models import EvaluationRun, Label, Membership, Release
     from .selectors import membership_cache_clear
+    from .services.audit import audit_membership_saving, audit_model_saved
     from .services.consensus import label_deleted_count
 
     # A changed or removed membership must not be served from the membership cache.
@@ -23,3 +24,7 @@ def connect() -> None:
     post_delete.connect(token_cache_clear, sender=Token, dispatch_uid="cached-token-deleted")
     # A deleted label changes its phase's consensus cache version.
     post_delete.connect(label_deleted_count, sender=Label, dispatch_uid="consensus-label-deleted")
+    # The audit log of what is saved from several places: a release published, an evaluation run, memberships.
+    for model in (Release, EvaluationRun, Membership):
+        post_save.connect(audit_model_saved, sender=model, dispatch_uid=f"audit-{model.__name__}")
+    pre_save.connect(audit_membership_saving, sender=Membership, dispatch_uid="audit-membership-before")

@@ -4,6 +4,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from .views import (
+    audit,
     auth,
     baselines,
     consensus,
@@ -72,6 +73,8 @@ urlpatterns = [
     path("baselines/<int:pk>/overlay.png", baselines.baseline_overlay, name="baseline-overlay"),
     # Every background job of a project: imports' display images and baselines, runs, releases, evaluations (leads)
     path("projects/<int:pk>/jobs/", jobs.project_jobs, name="project-jobs"),
+    # The audit log: what leads and staff did to the project's data (leads; read-only)
+    path("projects/<int:pk>/audit/", audit.audit_page, name="project-audit"),
     path("projects/<int:pk>/jobs/<int:job_id>/", jobs.project_job, name="project-job"),
     path("projects/<int:pk>/jobs/<int:job_id>/retry/", jobs.project_job_retry, name="project-job-retry"),
     # Dataset releases (leads make them; reviewers read and download)

@@ -3,6 +3,7 @@
 from django.urls import include, path
 from rest_framework.routers import DefaultRouter
 
+from .views.audit import AuditViewSet
 from .views.auth import ThrottledObtainAuthToken
 from .views.dashboards import ProjectDashboardViewSet
 from .views.data import DataManagerViewSet
@@ -29,6 +30,8 @@ router.register(r"projects/(?P<project_pk>[^/.]+)/releases", ReleaseViewSet, bas
 # Fairness evaluation runs (public, for CI): /api/projects/{id}/evaluations/ (evaluation-list, -detail, -report, -gate, ...)
 router.register(r"projects/(?P<project_pk>[^/.]+)/evaluations", EvaluationViewSet, basename="evaluation")
 router.register(r"projects/(?P<project_pk>[^/.]+)/evaluation-gates", EvaluationGateViewSet, basename="evaluation-gate")
+# A project's audit log (leads): /api/projects/{id}/audit/ (audit-list)
+router.register(r"projects/(?P<project_pk>[^/.]+)/audit", AuditViewSet, basename="audit")
 router.register("imports", ImportBatchViewSet, basename="import")
 router.register("images", ImageViewSet, basename="image")
 router.register("phases", PhaseViewSet, basename="phase")

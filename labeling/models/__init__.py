@@ -10,9 +10,11 @@
 - ``review``: reopened phases (with the reason), post-calibration review decisions, images a lead
   excluded from the dataset (with the reason).
 - ``releases``: dataset releases (versioned, immutable once published) and their images.
+- ``audit``: the append-only audit log of what leads and staff do.
 """
 
 from .accounts import AccountOrigin, SigninFailure
+from .audit import AuditEntry, AuditImmutable
 from .images import Image, ImportBatch, ImportItem, Subject
 from .jobs import EvaluationGate, EvaluationRun, ImageBaseline, Job, PendingTask
 from .labels import Label, LabelRevision, Reflection
@@ -24,6 +26,8 @@ from .scales import Scale, Tone
 
 __all__ = [
     "AccountOrigin",
+    "AuditEntry",
+    "AuditImmutable",
     "Assignment",
     "EvaluationGate",
     "EvaluationRun",

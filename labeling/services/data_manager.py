@@ -45,6 +45,7 @@ from ..models import (
     ReviewDecision,
 )
 from .attributes import attribute_key_valid
+from .audit import audit
 from .project_lifecycle import project_refuse_if_archived
 
 PAGE_SIZE = 50
@@ -646,6 +647,7 @@ def images_exclude(*, project: Project, images: list[Image], reason: str, user) 
     ImageExclusion.objects.bulk_create(
         [ImageExclusion(image_id=i, reason=text, excluded_by=_user(user)) for i in new], ignore_conflicts=True
     )
+    audit(project, "images.exclude", user=user, reason=text, n_excluded=len(new), image_ids=new)
     return len(new)
 
 
@@ -659,9 +661,12 @@ def images_include(*, project: Project, images: list[Image], user, note: str = "
         The project is archived.
     """
     project_refuse_if_archived(project.id, "include its images again")
-    return ImageExclusion.objects.filter(
-        image__project_id=project.id, image_id__in=[image.id for image in images], included_at__isnull=True
-    ).update(included_at=timezone.now(), included_by=_user(user), included_note=(note or "").strip()[:MAX_REASON])
+    ids = [image.id for image in images]
+    n = ImageExclusion.objects.filter(image__project_id=project.id, image_id__in=ids, included_at__isnull=True).update(
+        included_at=timezone.now(), included_by=_user(user), included_note=(note or "").strip()[:MAX_REASON]
+    )
+    audit(project, "images.include", user=user, note=(note or "").strip(), n_included=n, image_ids=ids)
+    return n
 
 
 def calibration_add_images(*, project: Project, image_ids: list[int]) -> int:
@@ -683,4 +688,5 @@ def calibration_add_images(*, project: Project, image_ids: list[int]) -> int:
         cal1.selection_method = cal2.selection_method = "manual"
         cal1.save(update_fields=["selection_method"])
         cal2.save(update_fields=["selection_method"])
+    audit(project, "calibration.add_images", cal1, n_added=len(new), image_ids=new)
     return len(new)

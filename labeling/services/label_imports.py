@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from ..models import Label, LabelRevision, Membership, Phase
 from . import queue
+from .audit import audit
 from .labels import Selection, selection_clean
 from .phases import phase_repeat_pairs
 from .project_lifecycle import project_refuse_if_archived
@@ -102,6 +103,15 @@ def labels_import(*, phase: Phase, data: bytes, user) -> dict:
         )
     if report["imported"]:
         queue.precompute_schedule_on_commit(phase.project_id)
+    audit(
+        phase.project_id,
+        "import.labels",
+        phase,
+        user=user,
+        kind=phase.kind,
+        imported=report["imported"],
+        rejected=report["rejected"],
+    )
     return report
 
 

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from ..models import Assignment, Image, Label, LabelRevision, Membership, Phase, Reflection
 from . import queue
+from .audit import audit
 from .project_lifecycle import project_refuse_if_archived
 
 MAX_TIME_SPENT_MS = 6 * 3600 * 1000
@@ -480,6 +481,15 @@ def label_correct(
     )
     _apply_revision(label, revision)
     queue.precompute_schedule_on_commit(label.phase.project_id)
+    audit(
+        label.phase.project,
+        "label.correct",
+        label,
+        user=user,
+        image_id=label.image_id,
+        labeler=label.labeler.pseudonym,
+        reason=reason,
+    )
     return revision
 
 
@@ -525,6 +535,14 @@ def relabel_request(*, image: Image, labelers: list[Membership], reason: str, us
             },
         )
         created.append(assignment)
+    audit(
+        image.project_id,
+        "relabel.request",
+        image,
+        user=user,
+        labelers=[a.labeler.pseudonym for a in created],
+        reason=reason,
+    )
     return created
 
 

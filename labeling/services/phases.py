@@ -16,6 +16,7 @@ from django.db.models import Count, Max, Q, Sum
 from django.utils import timezone
 
 from ..models import Assignment, Label, Membership, Phase, PhaseImage, PhaseParticipant, Project
+from .audit import audit
 from .project_lifecycle import project_refuse_if_archived
 
 DEFAULT_CALIBRATION_SIZE = 59  # seed 000's calibration set: the largest default
@@ -202,6 +203,7 @@ def calibration_configure(
     cal2.save()
     main.selection_method = "rest"
     main.save()
+    audit(project, "calibration.configure", cal1, method=method, seed=seed, size=size, calibration_1=n1, repeated=n_rep)
     return cal1, cal2
 
 
@@ -215,6 +217,7 @@ def phase_images_set(*, phase: Phase, image_ids: Iterable[int]) -> None:
     with transaction.atomic():
         phase.phase_images.all().delete()
         PhaseImage.objects.bulk_create([PhaseImage(phase=phase, image_id=i) for i in ids])
+        audit(phase.project_id, "phase.images_set", phase, kind=phase.kind, n_images=len(ids), image_ids=ids)
 
 
 def spread_order(image_ids: list[int], subjects: dict[int, object], rng: np.random.Generator) -> list[int]:
@@ -348,6 +351,7 @@ def phase_open(*, phase: Phase, labeler_ids: list[int] | None = None, labels_per
     phase.status = Phase.Status.OPEN
     phase.opened_at = timezone.now()
     phase.save()
+    audit(project, "phase.open", phase, kind=phase.kind, labelers=[m.pseudonym for m in labelers])
     return phase
 
 
@@ -372,6 +376,7 @@ def phase_close(*, phase: Phase) -> Phase:
     phase.status = Phase.Status.CLOSED
     phase.closed_at = timezone.now()
     phase.save()
+    audit(phase.project_id, "phase.close", phase, kind=phase.kind)
     return phase
 
 
@@ -421,6 +426,7 @@ def phase_reopen(*, phase: Phase, user, reason: str):
     phase.status = Phase.Status.OPEN
     phase.closed_at = None
     phase.save(update_fields=["status", "closed_at"])
+    audit(phase.project, "phase.reopen", phase, user=user, kind=phase.kind, reason=reason)
     return reopening
 
 
@@ -438,6 +444,7 @@ def phase_set_labels_per_image(*, phase: Phase, labels_per_image: int) -> int:
     if phase.status == Phase.Status.DRAFT:
         phase.labels_per_image = labels_per_image
         phase.save()
+        audit(phase.project_id, "phase.labels_per_image", phase, kind=phase.kind, labels_per_image=labels_per_image)
         return 0
     if phase.status == Phase.Status.CLOSED:
         raise ValidationError("The phase is closed.")
@@ -485,6 +492,14 @@ def phase_set_labels_per_image(*, phase: Phase, labels_per_image: int) -> int:
             for k, i in enumerate(order)
         )
         n_added += len(order)
+    audit(
+        phase.project_id,
+        "phase.labels_per_image",
+        phase,
+        kind=phase.kind,
+        labels_per_image=labels_per_image,
+        n_added=n_added,
+    )
     return n_added
 
 

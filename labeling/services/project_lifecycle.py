@@ -31,6 +31,7 @@ from ..models import (
     Project,
     Release,
 )
+from .audit import audit
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +59,7 @@ def project_archive(*, project: Project, user) -> Project:
         project.archived_at = timezone.now()
         project.archived_by = user if getattr(user, "is_authenticated", False) else None
         project.save(update_fields=["archived_at", "archived_by"])
+        audit(project, "project.archive", project, user=user)
     return project
 
 
@@ -67,6 +69,7 @@ def project_unarchive(*, project: Project, user) -> Project:
         project.archived_at = None
         project.archived_by = None
         project.save(update_fields=["archived_at", "archived_by"])
+        audit(project, "project.unarchive", project, user=user)
     return project
 
 
@@ -134,6 +137,7 @@ def project_delete(*, project: Project, user, confirm: bool = False) -> dict[str
             code="busy",
         )
     with transaction.atomic():
+        audit(project, "project.delete", project, user=user, **counts)
         names, folders = _media_paths(project)
         # Evaluation runs protect their release; releases protect the project.
         EvaluationRun.objects.filter(project=project).delete()

@@ -8,6 +8,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from ..models import Membership, Phase, Project, Scale
+from .audit import audit
 from .scales import scales_ensure_builtin
 
 DEFAULT_SKIP_REASONS = ["no skin visible", "image unusable", "other"]
@@ -114,6 +115,7 @@ def project_create(
         Phase.objects.create(project=project, kind=kind, labels_per_image=labels_per_image)
     if created_by is not None:
         Membership.objects.create(project=project, user=created_by, role=Membership.Role.LEAD, pseudonym="LEAD")
+    audit(project, "project.create", project, user=created_by, scale=scale.name)
     return project
 
 
@@ -143,6 +145,7 @@ def project_update(*, project: Project, **fields) -> Project:
         setattr(project, key, value)
     project.full_clean()
     project.save()
+    audit(project, "project.update", project, fields=sorted(fields))
     return project
 
 

@@ -11,6 +11,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from ..models import Assignment, Image, Label, Phase, ReviewDecision
+from .audit import audit
 from .project_lifecycle import project_refuse_if_archived
 from .review import review_candidate_ids, review_details, review_label_row, review_phases
 
@@ -40,6 +41,7 @@ def review_decide(*, phase: Phase, image: Image, state: str, user, note: str = "
     decision, _ = ReviewDecision.objects.update_or_create(
         phase=phase, image=image, defaults={"state": state, "note": note, "decided_by": user}
     )
+    audit(phase.project_id, "review.decide", image, user=user, phase=phase.kind, state=state, note=note)
     return decision
 
 
@@ -47,6 +49,7 @@ def review_withdraw(*, phase: Phase, image: Image) -> int:
     """Withdraw the decision on an image: it is listed as open again. Returns how many were withdrawn."""
     project_refuse_if_archived(phase.project_id, "decide on its review")
     deleted, _ = ReviewDecision.objects.filter(phase=phase, image=image).delete()
+    audit(phase.project_id, "review.withdraw", image, phase=phase.kind, n_withdrawn=deleted)
     return deleted
 
 

@@ -138,6 +138,10 @@ EXPECTED: dict[tuple[str, str], str] = {
     ("/api/projects/{pk}/baselines/", "GET"): "401 404 404 404 ok 404 404 ok",
     ("/api/projects/{pk}/baselines/run/", "POST"): "401 404 404 404 ok 404 404 ok",
     ("/api/projects/{pk}/baselines/comparison/", "GET"): "401 404 404 404 ok 404 404 ok",
+    # The audit log: the project's leads read it (403 API / 404 page for its other members); nothing posts to it.
+    ("/api/projects/{project_pk}/audit/", "GET"): "401 403 404 403 ok 404 404 ok",
+    ("/projects/{pk}/audit/", "GET"): "login 404 404 404 ok 404 404 ok",
+    ("/projects/{pk}/audit/", "POST"): "login 405 405 405 405 405 405 405",
     # Dataset releases: leads make and cancel; reviewers read and download; labelers never (403 API, 404 pages).
     ("/api/projects/{project_pk}/releases/", "GET"): "401 403 404 ok ok 404 404 ok",
     ("/api/projects/{project_pk}/releases/", "POST"): "401 403 404 403 bad 404 404 bad",

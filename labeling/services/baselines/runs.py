@@ -16,6 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from ...models import Image, ImageBaseline, Job, Project
+from ..audit import audit
 from .parameters import (
     BASELINE_CODE_VERSION,
     DEFAULT_PARAMETERS,
@@ -119,6 +120,15 @@ def baseline_run_start(
             created_by=user if user is not None and user.is_authenticated else None,
         )
         queue.enqueue_on_commit(queue.BASELINE_RUN, job.id)
+        audit(
+            project,
+            "baseline.run",
+            job,
+            user=user,
+            n_images=job.total,
+            parameters_hash=job_parameters["parameters_hash"],
+            retry_of=retry_of and retry_of.id,
+        )
     return job
 
 

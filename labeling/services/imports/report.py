@@ -11,6 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from ...models import Image, ImportBatch, ImportItem, Job, Project, Subject
+from ..audit import audit
 from ..image_jobs import image_job_import_finished, image_job_start
 from ..images import IMAGE_EXTENSIONS, DuplicateImage, ImageRejected, image_create_from_bytes
 
@@ -161,19 +162,35 @@ def _subject_upsert(project: Project, subject_id: str, attributes: dict[str, Any
     return subject
 
 
+def audit_import(batch: ImportBatch) -> ImportBatch:
+    """Record the import in the audit log (its outcome and counts) and return it."""
+    audit(
+        batch.project_id,
+        "import.images",
+        batch,
+        user=batch.created_by,
+        kind=batch.kind,
+        status=batch.status,
+        imported=batch.n_imported,
+        duplicate=batch.n_duplicate,
+        rejected=batch.n_rejected,
+    )
+    return batch
+
+
 def run_import(report: ImportReport, work) -> ImportBatch:
     """Run ``work``; a refusal fails the batch, an unexpected error too (then re-raised)."""
     try:
         work()
     except ImportRefused as refused:
-        return report.refuse(refused.reason)
+        return audit_import(report.refuse(refused.reason))
     except Exception as exc:
         report.refuse(
             f"the import stopped unexpectedly after {len(report.items)} files "
             f"({type(exc).__name__}); the files listed were processed"
         )
         raise
-    return report.finish()
+    return audit_import(report.finish())
 
 
 def read_capped(handle: IO[bytes], limit: int) -> bytes:

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from ...models import Job, Project, Release
 from .. import queue
+from ..audit import audit
 from ..project_lifecycle import project_refuse_if_archived
 from .build import code_version
 from .finalise import project_has_labels
@@ -68,6 +69,7 @@ def release_request(
             job.parameters["release_id"] = release.pk
             job.save(update_fields=["parameters"])
             queue.enqueue_on_commit(queue.RELEASE_BUILD, release.pk)
+            audit(project, "release.request", release, user=user, version=version, rule=rule)
     except IntegrityError:
         # The other request committed first (the constraint, where row locks are not available).
         busy = project.releases.filter(status__in=Release.ACTIVE).order_by("version").first()
@@ -95,5 +97,6 @@ def release_cancel(release: Release, *, user=None) -> Release:
             Job.objects.filter(pk=release.job_id).update(
                 status=Job.Status.CANCELLED, message="Cancelled.", finished_at=now
             )
+        audit(release.project_id, "release.cancel", release, user=user, version=release.version)
     release.refresh_from_db()
     return release
