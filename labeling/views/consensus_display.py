@@ -69,11 +69,11 @@ def display(obj):
 
 
 def _agreement_cell(summary: dict, path: tuple[str, ...]) -> dict:
+    """One measure of a phase; a rate carries its 95% interval (``low``, ``high``, ``n``) itself."""
     cell = summary["agreement"]
     for key in path:
         cell = cell[key]
-    interval = (summary.get("agreement_intervals") or {}).get(path[0]) if len(path) == 1 else None
-    return {**cell, **interval} if interval else cell  # a rate's Wilson interval (low, high, n)
+    return cell
 
 
 def summary_context(selected: dict | None) -> dict | None:
@@ -140,10 +140,13 @@ def _distribution_cells(phases: list[dict], index: int, value: float) -> list[di
         dist = summary["label_distribution"]
         total = sum(dist["counts"]) or 1
         count = dist["counts"][index]
+        shares = dist.get("shares") or []
         cells.append(
             {
                 "count": count,
                 "pct": f"{count / total * 100:.1f}%",
+                # The share of labels with its image-clustered interval (or "too little data").
+                "share": shares[index] if index < len(shares) else None,
                 "few": value % 1 == 0 and int(value) in dist["under_represented"],
             }
         )
@@ -229,6 +232,7 @@ def dashboard_context(dashboard: dict) -> dict:
         "drift_rows": drift_rows(dashboard["labelers"], phases),
         "plot_names": plots.PLOTS,
         "min_images": svc.MIN_IMAGES,
+        "max_interval_points": round(svc.MAX_INTERVAL_WIDTH * 100),
         "wide_range": svc.WIDE_RANGE,
     }
 

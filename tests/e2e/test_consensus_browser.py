@@ -49,4 +49,13 @@ def test_dashboard_opens_on_a_summary_and_sections_fold(page, live_server, label
     expect(labelers.locator("table").first).to_be_visible()
     expect(labelers.locator("table").first).to_contain_text("L3")
     page.screenshot(path=str(results_dir / "consensus-section-open.png"), full_page=True)
+    # Issue 12: every rate has its 95% interval; 8 images are too few to read most rates.
+    side = page.locator("details.fold", has_text="Phases side by side")
+    side.locator("summary").click()
+    table = side.locator("table").first
+    expect(table).to_contain_text("Pairs of labels that agree exactly")
+    expect(table).to_contain_text("too little data: n=8, 95% interval")
+    expect(table).to_contain_text("Range ≥ 3 tones (share of images with 2+ labels)")
+    expect(side).to_contain_text("clustered by image")
+    page.screenshot(path=str(results_dir / "consensus-intervals.png"), full_page=True)
     assert page_errors == []

@@ -86,7 +86,10 @@ def test_alpha_and_kappa_match_reference_libraries(client, lead, project, cal1):
     assert summary["kappa"]["matrix"][names.index("L1")][names.index("L2")] == pytest.approx(expected, abs=1e-4)
     # Near consensus straight from the definition: all values within one tone.
     near = np.mean(np.nanmax(data, axis=0) - np.nanmin(data, axis=0) <= 1)
-    assert summary["agreement"]["near_consensus"]["value"] == pytest.approx(near, abs=1e-6)
+    rate = summary["agreement"]["near_consensus"]
+    assert rate["k"] / rate["n"] == pytest.approx(near, abs=1e-6)
+    # 6 of 8 images: the Wilson interval (41-93%) is wider than 50 points, so the share is not shown.
+    assert rate["value"] is None and rate["reason"].startswith("too little data: n=8 images with 2+ labels")
     # Every image has 4 valid labels, so Fleiss' kappa is computed.
     assert summary["agreement"]["fleiss_kappa"]["value"] is not None
     assert [row["n_labels"] for row in summary["per_labeler"]] == [8, 8, 8, 8]
@@ -292,12 +295,14 @@ def test_rates_carry_their_wilson_interval(client, lead, project, cal1):
     near = selected["agreement"]["near_consensus"]
     interval = selected["agreement_intervals"]["near_consensus"]
     n = selected["n_images_2plus"]
-    assert interval["n"] == n == 8
-    low, high = wilson_interval(round(near["value"] * n), n)
+    assert interval["n"] == near["n"] == n == 8
+    low, high = wilson_interval(near["k"], n)
     assert (interval["low"], interval["high"]) == (pytest.approx(low, abs=1e-6), pytest.approx(high, abs=1e-6))
-    assert interval["low"] <= near["value"] <= interval["high"]
+    assert (near["low"], near["high"]) == (interval["low"], interval["high"])
+    assert interval["low"] <= near["k"] / n <= interval["high"]
     page = _client(client, lead).get(f"/projects/{project.pk}/consensus/?phase={cal1.pk}").content.decode()
-    assert f"[{round(interval['low'] * 100)}–{round(interval['high'] * 100)}%]" in page
+    # Too wide to read at 8 images: the page says so, with the interval.
+    assert f"95% interval {round(interval['low'] * 100)}–{round(interval['high'] * 100)}%" in page
 
 
 def test_calibration_against_main_says_whether_rates_differ_beyond_chance():
@@ -328,3 +333,200 @@ def test_calibration_against_main_says_whether_rates_differ_beyond_chance():
     assert near["differs"] and near["difference"] == pytest.approx(18 / 29 - 0.9, abs=1e-6)
     assert not overlap["differs"] and overlap["low"] < 0 < overlap["high"]  # 31% vs 30%
     assert _rate_comparisons(summaries[:2]) == []  # no main phase yet
+
+
+# --------------------------------------------------------------------------- issue 12: every rate has its interval
+
+#: Statistics of the dashboard that are not rates or shares (their own intervals or reasons).
+NOT_RATES = {
+    "ordinal",
+    "interval",
+    "fleiss_kappa",
+    "mean_diff",
+    "mean_abs_diff",
+    "alpha_without",
+    "alpha_change",
+    "weighted_kappa",
+    "mean_shift",
+}
+
+
+def stats_in(obj, path="dashboard"):
+    """Every ``{"value", "reason"}`` dict of a dashboard answer, with its path and key."""
+    if isinstance(obj, dict):
+        if "value" in obj and "reason" in obj:
+            yield path, obj
+        for key, value in obj.items():
+            yield from stats_in(value, f"{path}.{key}")
+    elif isinstance(obj, list):
+        for i, value in enumerate(obj):
+            yield from stats_in(value, f"{path}[{i}]")
+
+
+def fractions_in(obj, path="dashboard"):
+    """Every dict with a bare ``fraction`` (a share as a plain number)."""
+    if isinstance(obj, dict):
+        if "fraction" in obj:
+            yield path, obj
+        for key, value in obj.items():
+            yield from fractions_in(value, f"{path}.{key}")
+    elif isinstance(obj, list):
+        for i, value in enumerate(obj):
+            yield from fractions_in(value, f"{path}[{i}]")
+
+
+@pytest.fixture
+def study(project, labelers):
+    """60 main images x 4 labelers (skips, adjacent pairs, uncertain flags), 12 calibration-1 images of
+    which 10 are labelled again in calibration 2 by every labeler, and 3 new calibration-2 images."""
+    rng = np.random.default_rng(12)
+    images = add_images(project, 75)
+    phases = {kind: phase_get(project, kind) for kind in (Phase.Kind.CALIBRATION_1, Phase.Kind.CALIBRATION_2)}
+    main = phase_get(project, Phase.Kind.MAIN)
+    rows, truth = [], {}
+
+    def label(phase, image, labeler, tone, *, repeat=False):
+        draw = rng.random()
+        low, high = int(np.clip(tone, 1, 10)), None
+        if draw < 0.04:
+            low = None
+        elif draw < 0.12 and low < 10:
+            high = low + 1
+        rows.append(
+            Label(
+                phase=phase,
+                image=image,
+                labeler=labeler,
+                is_repeat=repeat,
+                tone_low=low,
+                tone_high=high,
+                value=None if low is None else (low + (high or low)) / 2,
+                uncertain=bool(rng.random() < 0.15),
+                skip_reason="" if low is not None else "no skin visible",
+            )
+        )
+
+    for k, image in enumerate(images):
+        truth[image.id] = int(rng.integers(1, 11))
+        hard = rng.random() < 0.3
+        phase = main if k < 60 else phases[Phase.Kind.CALIBRATION_1] if k < 72 else phases[Phase.Kind.CALIBRATION_2]
+        for labeler in labelers:
+            label(phase, image, labeler, truth[image.id] + int(rng.integers(-2, 3) if hard else rng.integers(0, 2)))
+            if 60 <= k < 70:
+                label(
+                    phases[Phase.Kind.CALIBRATION_2],
+                    image,
+                    labeler,
+                    truth[image.id] + int(rng.integers(0, 2)),
+                    repeat=True,
+                )
+    Label.objects.bulk_create(rows)
+    return {"main": main, **phases}
+
+
+def test_every_rate_on_the_dashboard_carries_its_interval(client, lead, project, study):
+    from labeling.services.consensus import MAX_INTERVAL_WIDTH
+
+    body = _api(client, lead, project, study["main"])
+    found = [(path, s) for path, s in stats_in(body) if path.rsplit(".", 1)[-1] not in NOT_RATES]
+    assert len(found) > 100
+    paths = " ".join(path for path, _ in found)
+    for name in (
+        "near_consensus",
+        "percent_exact",
+        "percent_within_one",
+        "uncertain_rate",
+        "skip_rate",
+        "skip_share",
+        "flag_shares.wide_range",
+        "flag_shares.invalid",
+        "flag_shares.uncertain",
+        "label_distribution.shares",
+        "label_distribution.tone_share_intervals",
+        "k_of_n[0].share",
+        "unique_values[0].share",
+        "test_retest.pooled.exact",
+        "test_retest.per_labeler[0].within_one",
+        "rate_comparisons[0].rates[0].calibration",
+        "rate_comparisons[0].rates[0].main",
+    ):
+        assert name in paths, name
+    shown = hidden = 0
+    for path, s in found:
+        assert {"low", "high", "n", "unit", "interval", "too_wide"} <= set(s), path
+        if s["value"] is not None:
+            shown += 1
+            assert s["low"] <= s["value"] <= s["high"], path
+            assert s["high"] - s["low"] <= MAX_INTERVAL_WIDTH, path
+        else:
+            hidden += 1
+            assert s["reason"], path
+            if s["too_wide"]:
+                assert s["high"] - s["low"] > MAX_INTERVAL_WIDTH, path
+                assert s["reason"].startswith(f"too little data: n={s['n']} "), path
+    assert shown > 30 and hidden > 5
+    # A bare share always sits beside its interval.
+    for path, row in fractions_in(body):
+        assert "share" in row and row["share"]["n"] >= row["n_items"], path
+    distribution = body["selected"]["label_distribution"]
+    assert len(distribution["tone_share_intervals"]) == len(distribution["tone_shares"])
+    # Pairs of labels use the image-clustered interval: wider than Wilson over the pairs.
+    from metrics.intervals import wilson_interval
+
+    exact = body["selected"]["agreement"]["percent_exact"]
+    assert exact["interval"] == "image-clustered" and exact["n"] == body["selected"]["n_images_2plus"]
+    pairs = int(exact["n_units"])
+    naive = wilson_interval(round(exact["value"] * pairs), pairs)
+    assert exact["high"] - exact["low"] > naive[1] - naive[0]
+    assert exact["value"] == pytest.approx(
+        __import__("metrics").agreement.percent_exact(_reliability(study["main"])), abs=1e-6
+    )
+
+
+def test_a_rate_with_a_too_wide_interval_says_too_little_data_everywhere(client, lead, project, study):
+    body = _api(client, lead, project, study["main"])
+    retest = {row["labeler"]: row for row in body["test_retest"]["per_labeler"]}
+    # Up to 10 repeated images per labeler (fewer with skips): a middling exact share of 10 has a Wilson
+    # interval wider than 50 points (5 of 10: 24-76%), 9 of 10 does not.
+    from metrics.intervals import wilson_interval
+
+    for row in retest.values():
+        exact = row["exact"]
+        k, n = exact["k"], exact["n"]
+        assert 5 <= n <= 10
+        low, high = wilson_interval(k, n)
+        assert exact["too_wide"] == (high - low > 0.5)
+        assert (exact["value"] is None) == exact["too_wide"]
+    page = _client(client, lead).get(f"/projects/{project.pk}/consensus/?phase={study['main'].pk}").content.decode()
+    assert "wider than 50 percentage points" in page or "too little data: n=" in page
+    assert "nan" not in page.lower().replace("nanp", "")
+
+
+@pytest.mark.parametrize(
+    ("k", "n", "shown"),
+    [
+        (3, 5, False),
+        (5, 5, True),
+        (7, 14, True),
+        (6, 12, True),
+        (5, 10, False),
+        (18, 29, True),
+        (0, 4, True),
+        (2, 4, False),
+    ],
+)
+def test_the_floor_rule_is_on_the_interval_width(k, n, shown):
+    from labeling.services.consensus import MAX_INTERVAL_WIDTH, wilson_share
+    from metrics.intervals import wilson_interval
+
+    share = wilson_share(k, n)
+    low, high = wilson_interval(k, n)
+    assert (share["low"], share["high"]) == (pytest.approx(low, abs=1e-6), pytest.approx(high, abs=1e-6))
+    assert (share["value"] is not None) == shown == (high - low <= MAX_INTERVAL_WIDTH)
+    if not shown:
+        assert share["reason"] == (
+            f"too little data: n={n} images, 95% interval {low * 100:.0f}–{high * 100:.0f}% "
+            "(wider than 50 percentage points)"
+        )
+    # The "fewer than MIN_IMAGES images" reason wins and keeps its own words.
+    assert wilson_share(k, n, reason="too little data: 1 image")["reason"] == "too little data: 1 image"

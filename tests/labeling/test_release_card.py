@@ -195,19 +195,31 @@ def test_every_rate_has_a_wilson_interval(study):
     facts = make_facts(study["project"])
     found = list(proportions(facts))
     assert len(found) > 30
+    too_wide = 0
     for path, p in found:
         if p["value"] is None:
             assert p["reason"], path
         else:
             assert p["ci_low"] <= p["value"] <= p["ci_high"], path
             assert p["value"] == pytest.approx(p["k"] / p["n"]), path
+        # Issue 12: a share whose interval is wider than 50 points is not reported, its interval is.
+        if p["ci_low"] is not None:
+            wide = p["ci_high"] - p["ci_low"] > 0.5
+            assert p["too_wide"] == wide == (p["value"] is None), path
+            too_wide += wide
+            if wide:
+                assert p["reason"].startswith(f"too little data: n={p['n']}, 95% interval "), path
+    assert too_wide > 3
     retest = test_retest_compute(study["project"])
     assert facts["test_retest"]["reason"] == retest["reason"]
-    # In the Markdown, every share (one decimal, %) sits next to its interval.
+    # In the Markdown, every share (one decimal, %) sits next to its interval, and an interval too wide
+    # to read stands alone with the count.
     markdown = card_render(facts)["data_card.md"].decode()
-    shares = re.findall(r"\d+\.\d% \(95% CI \d+\.\d–\d+\.\d%\)", markdown)
-    assert len(shares) > 30
-    stripped = re.sub(r"\d+\.\d% \(95% CI \d+\.\d–\d+\.\d%\)", "", markdown)
+    share = r"\d+\.\d% \(95% CI \d+\.\d–\d+\.\d%\)"
+    unread = r"\d+ of \d+, too little data for a share \(95% CI \d+\.\d–\d+\.\d%, wider than 50 points\)"
+    shares, unreadable = re.findall(share, markdown), re.findall(unread, markdown)
+    assert len(shares) > 20 and len(unreadable) > 3 and len(shares) + len(unreadable) > 30
+    stripped = re.sub(unread, "", re.sub(share, "", markdown))
     assert not re.findall(r"\d%", stripped.replace("95%", ""))
 
 
@@ -332,3 +344,45 @@ def test_phase_agreement_in_chunks_is_the_consensus_services(project, labelers, 
         assert value == service["agreement"][key], key
     assert service["agreement"]["alpha"]["ordinal"]["value"] is not None
     assert service["flags"]["invalid"] and service["flags"]["uncertain"] and service["n_repeats"]
+
+
+def test_no_share_on_the_card_is_a_bare_number(study):
+    """Walk the facts: a share, rate, fraction or percentage is always a proportion with its interval."""
+    facts = make_facts(study["project"])
+    bare = []
+
+    def walk(obj, path):
+        if isinstance(obj, dict):
+            for key, value in obj.items():
+                words = ("share", "rate", "fraction", "percent", "consensus", "exact", "within_one")
+                if any(w in key for w in words) and isinstance(value, int | float) and not isinstance(value, bool):
+                    bare.append(f"{path}.{key}")
+                walk(value, f"{path}.{key}")
+        elif isinstance(obj, list):
+            for i, value in enumerate(obj):
+                walk(value, f"{path}[{i}]")
+
+    walk(facts, "facts")
+    assert bare == []
+    for phase in facts["agreement"]["phases"]:
+        for rate in phase.get("consensus", {}).values():
+            assert {"k", "n", "ci_low", "ci_high", "too_wide"} <= set(rate)
+
+
+def test_pooled_test_retest_keeps_the_services_clustered_interval():
+    """The all-labelers test-retest row pools pairs clustered by image: the card keeps that interval."""
+    import numpy as np
+
+    from labeling.services.consensus.numbers import clustered_share
+    from labeling.services.releases.card_facts import _from_rate
+    from metrics.intervals import wilson_interval
+
+    hits, pairs = np.array([4, 4, 4, 0, 4, 4, 0, 4, 4, 4] * 3), np.full(30, 4)  # 4 labelers, 30 images
+    rate = clustered_share(hits, pairs)
+    card = _from_rate(rate, 120)
+    assert (card["k"], card["n"], card["n_images"]) == (96, 120, 30)
+    assert card["value"] == 0.8 and (card["ci_low"], card["ci_high"]) == (rate["low"], rate["high"])
+    naive = wilson_interval(96, 120)
+    assert card["ci_high"] - card["ci_low"] > naive[1] - naive[0]  # wider than Wilson over the pairs
+    few = _from_rate(clustered_share(hits[:3], pairs[:3]), 12)
+    assert few["value"] is None and few["too_wide"] and few["ci_low"] is not None

@@ -37,7 +37,17 @@ from .caching import (
 from .dashboard import project_consensus
 from .labelers import labeler_drift, test_retest_compute
 from .loading import PhaseLabels, phase_labels_load, value_categories
-from .numbers import CONFIDENCE, MIN_IMAGES, N_RESAMPLES, UNDER_REPRESENTED, WIDE_RANGE, too_little
+from .numbers import (
+    CONFIDENCE,
+    MAX_INTERVAL_WIDTH,
+    MIN_IMAGES,
+    N_RESAMPLES,
+    UNDER_REPRESENTED,
+    WIDE_RANGE,
+    share_stat,
+    too_little,
+    wilson_share,
+)
 from .summary import phase_summary_compute
 from .table import BOOLEAN_FILTERS, IMAGE_COLUMNS, SORTABLE, consensus_images, image_rows
 
@@ -47,6 +57,7 @@ __all__ = [
     "CACHE_TIMEOUT",
     "CONFIDENCE",
     "IMAGE_COLUMNS",
+    "MAX_INTERVAL_WIDTH",
     "MIN_IMAGES",
     "N_RESAMPLES",
     "SORTABLE",
@@ -64,7 +75,9 @@ __all__ = [
     "phase_summary_refresh",
     "phase_versions",
     "project_consensus",
+    "share_stat",
     "test_retest_compute",
     "too_little",
     "value_categories",
+    "wilson_share",
 ]

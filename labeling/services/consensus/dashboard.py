@@ -9,7 +9,7 @@ from metrics.intervals import proportion_difference
 from ...models import Membership, Phase, Project
 from .caching import CACHE_PREFIX, CACHE_TIMEOUT, phase_summary, phase_versions
 from .labelers import labeler_drift, test_retest_compute
-from .numbers import MIN_IMAGES, WIDE_RANGE
+from .numbers import CONFIDENCE, MAX_INTERVAL_WIDTH, MIN_IMAGES, WIDE_RANGE, wilson_share
 
 
 def project_consensus(project: Project, phase: Phase | None = None) -> dict:
@@ -38,6 +38,8 @@ def project_consensus(project: Project, phase: Phase | None = None) -> dict:
         },
         "version": version,
         "min_images": MIN_IMAGES,
+        "max_interval_width": MAX_INTERVAL_WIDTH,
+        "confidence": CONFIDENCE,
         "wide_range": WIDE_RANGE,
         "phases": [_with_names(s, names) for s in summaries],
         "selected": _with_names(selected, names) if selected else None,
@@ -76,15 +78,18 @@ def _rate_comparisons(summaries: list[dict]) -> list[dict]:
         row = {"phase": summary["phase"], "against": main["phase"], "rates": []}
         for name in COMPARED_RATES:
             n1, n2 = summary["n_images_2plus"], main["n_images_2plus"]
-            v1, v2 = summary["agreement"][name]["value"], main["agreement"][name]["value"]
-            if v1 is None or v2 is None:
+            cell1, cell2 = summary["agreement"][name], main["agreement"][name]
+            k1, k2 = _hits(cell1, n1), _hits(cell2, n2)
+            if k1 is None or k2 is None:
                 continue
-            result = proportion_difference(round(v1 * n1), n1, round(v2 * n2), n2)
+            result = proportion_difference(k1, n1, k2, n2)
             row["rates"].append(
                 {
                     "rate": name,
-                    "calibration": v1,
-                    "main": v2,
+                    # Each rate with its own Wilson interval (a rate too uncertain to read alone is
+                    # still compared: the interval of the difference says how little is known).
+                    "calibration": wilson_share(k1, n1, unit="images with 2+ labels"),
+                    "main": wilson_share(k2, n2, unit="images with 2+ labels"),
                     "difference": round(result.difference, 6),
                     "low": round(result.low, 6),
                     "high": round(result.high, 6),
@@ -94,6 +99,13 @@ def _rate_comparisons(summaries: list[dict]) -> list[dict]:
             )
         rows.append(row)
     return rows
+
+
+def _hits(cell: dict, n: int) -> int | None:
+    """Images counted by a rate: its ``k``, else its value times ``n``; None when undefined."""
+    if cell.get("k") is not None and not str(cell.get("reason") or "").startswith("undefined"):
+        return int(cell["k"])
+    return None if cell.get("value") is None else round(cell["value"] * n)
 
 
 def _test_retest(project: Project, version: str) -> dict:

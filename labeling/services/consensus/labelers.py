@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from metrics import agreement
-from metrics.intervals import wilson_interval
 
 from ...models import Label, Phase, Project
 from .loading import PhaseLabels, distribution, value_categories
-from .numbers import CONFIDENCE, MIN_IMAGES, json_clean, num, stat, too_little
+from .numbers import MIN_IMAGES, clustered_share, json_clean, num, stat, too_little, wilson_share
 
 # --------------------------------------------------------------------------
 # Per labeler, one phase
@@ -60,12 +58,12 @@ def labelers_statistics(
     ]
 
 
-def _share(hits: int, n: int, reason: str | None) -> dict:
-    """``hits / n`` as a stat with its Wilson 95% interval (``low``, ``high``) and ``n``."""
+def _share(hits: int, n: int, reason: str | None, unit: str = "images") -> dict:
+    """``hits / n`` with its Wilson 95% interval (``low``, ``high``), ``n`` and ``k``; hidden with a reason
+    when too few or when the interval is too wide to read (``numbers.MAX_INTERVAL_WIDTH``)."""
     if not n:
-        return stat(math.nan, reason or "nothing to count", n=0)
-    low, high = wilson_interval(hits, n, CONFIDENCE)
-    return stat(hits / n, reason, low=None if reason else num(low), high=None if reason else num(high), n=n)
+        return wilson_share(0, 0, reason=reason or "nothing to count", unit=unit)
+    return wilson_share(hits, n, reason=reason, unit=unit)
 
 
 def _workload(data: PhaseLabels, labeler_id: int) -> dict:
@@ -82,6 +80,13 @@ def _workload(data: PhaseLabels, labeler_id: int) -> dict:
             int((answered & data.row_uncertain).sum()),
             int(answered.sum()),
             None if answered.any() else "no answered image",
+            unit="answered labels",
+        ),
+        "skip_rate": _share(
+            int((rows & data.row_skip).sum()),
+            int(rows.sum()),
+            None if rows.any() else "no label",
+            unit="labels",
         ),
         "median_seconds": num(np.median(data.row_seconds[rows]), 2) if rows.any() else None,
     }
@@ -156,13 +161,35 @@ def _retest_pairs(cal1: Phase, retest: list[tuple[int, int, float]]) -> list[tup
     return pairs
 
 
-def _retest_block(round1: list[float], round2: list[float], categories: np.ndarray) -> dict:
+def _retest_block(
+    round1: list[float], round2: list[float], categories: np.ndarray, images: list[int] | None = None
+) -> dict:
+    """Test-retest of pairs of labels (calibration 1, calibration 2).
+
+    One labeler's pairs are one per image: Wilson intervals. The pooled row (``images`` given) has one
+    pair per labeler and image, and the labelers of one image are alike: its intervals are clustered
+    by image (``n`` images, ``n_units`` pairs).
+    """
     result = agreement.test_retest(round1, round2, categories)
     reason = None if result.n >= MIN_IMAGES else too_little(result.n, "labelled in both calibrations")
+    if images is not None and result.n:
+        first, second = np.asarray(round1, dtype=np.float64), np.asarray(round2, dtype=np.float64)
+        keys, cluster = np.unique(np.asarray(images), return_inverse=True)
+        pairs = np.bincount(cluster, minlength=keys.size).astype(np.float64)
+        difference = np.abs(second - first)
+
+        def pooled(tolerance: float) -> dict:
+            hits = np.bincount(cluster, weights=(difference <= tolerance).astype(np.float64), minlength=keys.size)
+            return clustered_share(hits, pairs, reason=reason, unit="images")
+
+        exact, within_one = pooled(0.0), pooled(1.0)
+    else:
+        exact = _share(round(result.exact * result.n) if result.n else 0, result.n, reason)
+        within_one = _share(round(result.within_one * result.n) if result.n else 0, result.n, reason)
     return {
         "n": result.n,
-        "exact": _share(round(result.exact * result.n) if result.n else 0, result.n, reason),
-        "within_one": _share(round(result.within_one * result.n) if result.n else 0, result.n, reason),
+        "exact": exact,
+        "within_one": within_one,
         "weighted_kappa": stat(result.weighted_kappa, reason),
         "mean_shift": stat(result.mean_shift, reason),
     }
@@ -187,7 +214,11 @@ def test_retest_compute(project: Project) -> dict:
     return json_clean(
         {
             "per_labeler": per_labeler,
-            "pooled": _retest_block([p[2] for p in pairs], [p[3] for p in pairs], categories) if pairs else None,
+            "pooled": (
+                _retest_block([p[2] for p in pairs], [p[3] for p in pairs], categories, [p[1] for p in pairs])
+                if pairs
+                else None
+            ),
             "reason": None if pairs else "no labeler labelled a repeated image in both calibrations",
             "pairs": [[p[0], p[2], p[3]] for p in pairs],
         }

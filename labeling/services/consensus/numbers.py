@@ -7,8 +7,21 @@ from typing import Any
 
 import numpy as np
 
-#: Agreement statistics over fewer images than this (with 2+ valid labels) are not shown.
+from metrics.agreement import clustered_proportion
+from metrics.intervals import wilson_interval
+
+#: "Too little data", the two rules (issue 12). Agreement statistics over fewer images than
+#: ``MIN_IMAGES`` (with 2+ valid labels) are not shown at all (alpha, kappa, bias, rates alike).
+#: On top of that, every rate or share (consensus rates, pairs of labels that agree, uncertain and
+#: skip rates, flagged shares, test-retest, label shares, the data card's proportions) is shown only
+#: when its 95% interval is at most ``MAX_INTERVAL_WIDTH`` wide (50 percentage points): a wider
+#: interval cannot be read (18 of 29 images is 44-77%; 3 of 5 is 23-88%), so the point estimate is
+#: replaced by "too little data: n=..., 95% interval ...". Its interval, ``n`` and ``k`` stay in the
+#: dict (``low``, ``high``), so the API still says what is known. In practice a share near 50% needs
+#: about 14 units, one near 0% or 100% about 5. Applied by :func:`share_stat` (dashboard and API) and
+#: by ``releases.card_facts.proportion`` (the data card).
 MIN_IMAGES = 5
+MAX_INTERVAL_WIDTH = 0.5
 #: An image is flagged when its labels span this many tones or more. This project's
 #: choice: seed 000 gives no such threshold (issue 12).
 WIDE_RANGE = 3
@@ -35,6 +48,89 @@ def plural(n: int, word: str) -> str:
 def too_little(n_images: int, what: str = "with 2+ labels", need: int = MIN_IMAGES) -> str:
     """The reason shown instead of a number computed from too few images."""
     return f"too little data: {plural(n_images, 'image')} {what} (needs {need})"
+
+
+def too_wide(n: int, unit: str, low: float, high: float) -> str:
+    """The reason shown instead of a share whose interval is wider than ``MAX_INTERVAL_WIDTH``."""
+    return (
+        f"too little data: n={n}{' ' + unit if unit else ''}, 95% interval {low * 100:.0f}–{high * 100:.0f}% "
+        f"(wider than {MAX_INTERVAL_WIDTH * 100:.0f} percentage points)"
+    )
+
+
+def interval_too_wide(low: float | None, high: float | None) -> bool:
+    """Whether an interval is too wide to read (see ``MAX_INTERVAL_WIDTH``)."""
+    return low is not None and high is not None and high - low > MAX_INTERVAL_WIDTH + 1e-12
+
+
+def share_stat(
+    value: float,
+    low: float,
+    high: float,
+    n: int,
+    *,
+    reason: str | None = None,
+    unit: str = "images",
+    interval: str = "Wilson",
+    **extra: Any,
+) -> dict:
+    """A rate or share with its 95% interval, or ``None`` and why (too few images, interval too wide).
+
+    ``{"value", "reason", "too_wide", "low", "high", "n", "unit", "interval", ...extra}``: ``low`` and
+    ``high`` are kept when the value is hidden (``too_wide`` True when the interval is the reason; see the
+    "too little data" rules above ``MIN_IMAGES``).
+    """
+    number, lo, hi = num(value), num(low), num(high)
+    wide = False
+    if reason is None:
+        if not n or number is None:
+            reason = "no data"
+        elif lo is None or hi is None:
+            reason = too_little(n, "with data")
+        elif interval_too_wide(lo, hi):
+            reason, wide = too_wide(n, unit, lo, hi), True
+    return {
+        "value": None if reason else number,
+        "reason": reason,
+        "too_wide": wide,
+        "low": lo,
+        "high": hi,
+        "n": int(n),
+        "unit": unit,
+        "interval": interval,
+        **extra,
+    }
+
+
+def wilson_share(k: int, n: int, *, reason: str | None = None, unit: str = "images", **extra: Any) -> dict:
+    """``k`` of ``n`` independent units as a :func:`share_stat` with its Wilson interval (and ``k``)."""
+    k, n = int(k), int(n)
+    low, high = wilson_interval(k, n, CONFIDENCE) if n else (math.nan, math.nan)
+    return share_stat(k / n if n else math.nan, low, high, n, reason=reason, unit=unit, k=k, **extra)
+
+
+def clustered_share(
+    successes: np.ndarray, trials: np.ndarray, *, reason: str | None = None, unit: str = "images", **extra: Any
+) -> dict:
+    """A share pooled over units clustered by image (pairs of labels, labels) with its clustered interval.
+
+    ``n`` is the number of images (clusters); ``n_units`` the pooled units (pairs, labels), ``k`` the
+    pooled successes.
+    """
+    result = clustered_proportion(successes, trials, CONFIDENCE)
+    return share_stat(
+        result.estimate,
+        result.low,
+        result.high,
+        result.n_clusters,
+        reason=reason,
+        unit=unit,
+        interval="image-clustered",
+        k=num(result.estimate * result.n_trials, 2) if result.n_clusters else 0,
+        n_units=num(result.n_trials, 2),
+        design_effect=num(result.design_effect, 3),
+        **extra,
+    )
 
 
 def stat(value: float, reason: str | None = None, **extra: Any) -> dict:

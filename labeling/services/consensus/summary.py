@@ -12,21 +12,23 @@ import numpy as np
 import pandas as pd
 
 from metrics import agreement
-from metrics.intervals import wilson_interval
 
 from ...models import Phase
 from .labelers import labelers_statistics
 from .loading import PhaseLabels, distribution, phase_labels_load, value_categories
 from .numbers import (
     CONFIDENCE,
+    MAX_INTERVAL_WIDTH,
     MIN_IMAGES,
     N_RESAMPLES,
     UNDER_REPRESENTED,
     WIDE_RANGE,
+    clustered_share,
     json_clean,
     num,
     stat,
     too_little,
+    wilson_share,
 )
 
 
@@ -66,8 +68,23 @@ def phase_summary_compute(phase: Phase, *, n_tones: int, allow_pairs: bool = Tru
             "invalid": int(table["has_invalid_annotation"].sum()),
             "uncertain": int(table["any_uncertainty"].sum()),
         },
+        "flag_shares": flag_shares(
+            int(table["wide_range"].sum()),
+            int(table["has_invalid_annotation"].sum()),
+            int(table["any_uncertainty"].sum()),
+            int(data.image_ids.size),
+            n_images_2plus,
+            reason,
+        ),
+        # Skips pile up on some images (no skin visible): clustered by image.
+        "skip_share": clustered_share(
+            (data.labelled & np.isnan(data.first)).sum(axis=1), data.labelled.sum(axis=1), unit="images", of_labels=True
+        ),
+        "confidence": CONFIDENCE,
+        "max_interval_width": MAX_INTERVAL_WIDTH,
         "agreement_all_images": _all_images_agreement(phase, data),
     }
+    _add_row_shares(summary)
     images = {
         "table": table,
         "first": data.first.astype(np.float32),
@@ -127,11 +144,9 @@ def _counts(phase: Phase, data: PhaseLabels, invalid_cells: np.ndarray, n_images
 def _agreement_block(table: pd.DataFrame, reliability: np.ndarray, several: np.ndarray, reason: str | None) -> dict:
     """Consensus rates, percent agreement, Krippendorff's alpha and Fleiss' kappa (labelers x images input)."""
     n_images_2plus = int(several.sum())
-    enough = reason is None
 
     def rate(column: str) -> dict:
-        share = table[column].to_numpy()[several].mean() if n_images_2plus else math.nan
-        return stat(share, reason)
+        return consensus_rate(int(table[column].to_numpy()[several].sum()), n_images_2plus, reason)
 
     if reliability.shape[1]:
         domain, counts = agreement.value_counts(reliability)
@@ -141,30 +156,66 @@ def _agreement_block(table: pd.DataFrame, reliability: np.ndarray, several: np.n
         "near_consensus": rate("near_consensus"),
         "overlap_consensus": rate("overlap_consensus"),
         "complete_consensus": rate("complete_consensus"),
-        "percent_exact": stat(agreement.percent_exact(reliability) if enough else math.nan, reason),
-        "percent_within_one": stat(agreement.percent_within_one(reliability) if enough else math.nan, reason),
+        "percent_exact": pair_agreement(reliability, 0.0, reason),
+        "percent_within_one": pair_agreement(reliability, 1.0, reason),
         "alpha": alpha_block(counts, domain, n_images_2plus),
         "fleiss_kappa": _fleiss(counts, n_images_2plus),
     }
 
 
-def _rate_intervals(table: pd.DataFrame, several: np.ndarray, reason: str | None) -> dict:
-    """Wilson 95% intervals of the consensus rates (shares of images; 18 of 29 is 44-77%, issue 12).
+def consensus_rate(hits: int, n_images_2plus: int, reason: str | None) -> dict:
+    """A consensus rate: a share of images with 2+ valid labels, with its Wilson 95% interval.
 
-    Kept beside ``agreement`` rather than in it: the release's data card recomputes
-    that block in chunks and checks it equal to this one.
+    Images are independent units here (one yes/no per image). 18 of 29 is 44-77% (issue 12). The data
+    card's chunked reading (``releases.agreement``) builds the same dict with this function.
     """
+    return wilson_share(hits, n_images_2plus, reason=reason, unit="images with 2+ labels")
+
+
+def pair_agreement(reliability: np.ndarray, tolerance: float, reason: str | None) -> dict:
+    """Pairs of labels that agree (exactly, or within ``tolerance`` tones), pooled over images.
+
+    The pairs of one image are not independent, so the interval is image-clustered
+    (:func:`metrics.agreement.clustered_proportion`: ratio estimator, cluster-robust variance, Wilson on
+    the effective sample size); ``n`` counts images, ``n_units`` pairs.
+    """
+    agreeing, pairs = agreement.pairwise_agreement_counts(reliability, tolerance)
+    return clustered_share(agreeing, pairs, reason=reason, unit="images with 2+ labels")
+
+
+def flag_shares(wide_range: int, invalid: int, uncertain: int, n_images: int, n_2plus: int, reason: str | None) -> dict:
+    """Shares of the flagged images with Wilson intervals (the card's denominators: wide range among images
+    with 2+ valid labels, invalid and uncertain among all images with a label)."""
+    return {
+        "wide_range": wilson_share(wide_range, n_2plus, reason=reason, unit="images with 2+ labels"),
+        "invalid": wilson_share(invalid, n_images, reason=reason, unit="images"),
+        "uncertain": wilson_share(uncertain, n_images, reason=reason, unit="images"),
+    }
+
+
+def _rate_intervals(table: pd.DataFrame, several: np.ndarray, reason: str | None) -> dict:
+    """The consensus rates' Wilson 95% intervals alone (``low``, ``high``, ``n``), as before the rates
+    carried them (the rates in ``agreement`` have them too)."""
     n = int(several.sum())
     intervals = {}
     for column in ("near_consensus", "overlap_consensus", "complete_consensus"):
-        hits = int(table[column].to_numpy()[several].sum())
-        low, high = wilson_interval(hits, n, CONFIDENCE) if n and reason is None else (None, None)
-        intervals[column] = {
-            "low": None if low is None else num(low),
-            "high": None if high is None else num(high),
-            "n": n,
-        }
+        rate = consensus_rate(int(table[column].to_numpy()[several].sum()), n, reason)
+        intervals[column] = {"low": rate["low"], "high": rate["high"], "n": n}
     return intervals
+
+
+def _add_row_shares(summary: dict) -> None:
+    """Each row of the k-of-n and distinct-values tables gets its share with a Wilson interval."""
+    groups: dict[int, int] = {}
+    for row in summary["k_of_n"]:
+        groups[row["n_labels"]] = groups.get(row["n_labels"], 0) + row["n_items"]
+    for row in summary["k_of_n"]:
+        row["share"] = wilson_share(
+            row["n_items"], groups[row["n_labels"]], unit=f"images with {row['n_labels']} labels"
+        )
+    total = sum(row["n_items"] for row in summary["unique_values"])
+    for row in summary["unique_values"]:
+        row["share"] = wilson_share(row["n_items"], total, unit="images with 2+ labels")
 
 
 def alpha_block(counts: np.ndarray, domain: np.ndarray, n_images: int, *, lean: bool = False) -> dict:
@@ -241,7 +292,30 @@ def _label_distribution(
         "n_invalid": int(invalid_cells.sum()),
     }
     _add_tone_shares(result, n_tones)
+    _add_share_intervals(result, values, categories, n_tones)
     return result
+
+
+def _add_share_intervals(result: dict, values: np.ndarray, categories: np.ndarray, n_tones: int) -> None:
+    """Each value's and each whole tone's share of the labels with an image-clustered 95% interval.
+
+    Labels of one image are not independent (an image that looks like tone 6 gets several 6s), so the
+    shares are pooled over images with the clustered interval of :func:`clustered_share`.
+    """
+    present = ~np.isnan(values)
+    per_image = present.sum(axis=1).astype(np.float64)
+    result["shares"] = [
+        clustered_share((values == value).sum(axis=1), per_image, unit="images with a valid label", of_labels=True)
+        for value in categories
+    ]
+    tone_shares = []
+    for tone in range(1, n_tones + 1):
+        whole = (values == tone).sum(axis=1)
+        halves = ((values == tone - 0.5) | (values == tone + 0.5)).sum(axis=1)
+        tone_shares.append(
+            clustered_share(whole + halves / 2, per_image, unit="images with a valid label", of_labels=True)
+        )
+    result["tone_share_intervals"] = tone_shares
 
 
 def _add_tone_shares(result: dict, n_tones: int) -> None:

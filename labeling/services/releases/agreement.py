@@ -15,7 +15,6 @@ numbers to the last bit.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -26,8 +25,7 @@ from metrics import agreement
 
 from ...models import Label, Phase
 from ..consensus import MIN_IMAGES, WIDE_RANGE, too_little
-from ..consensus.numbers import stat
-from ..consensus.summary import alpha_block
+from ..consensus.summary import alpha_block, consensus_rate
 from .finalise import STREAM_ROWS, _whole_result_plans
 
 #: Images reduced at a time. Measured at 250,000 images x 4 labels: 10,000 a chunk added 60 MB of RSS while
@@ -136,7 +134,7 @@ def phase_agreement(phase: Phase, *, chunk_images: int = AGREEMENT_CHUNK_IMAGES)
     reason = None if n_2plus >= MIN_IMAGES else too_little(n_2plus)
 
     def rate(name: str) -> dict[str, Any]:
-        return stat(totals[name] / n_2plus if n_2plus else math.nan, reason)
+        return consensus_rate(totals[name], n_2plus, reason)
 
     return {
         "n_labels": totals["n_labels"],

@@ -20,6 +20,8 @@ import io
 import json
 from typing import Any
 
+from ..consensus.numbers import MAX_INTERVAL_WIDTH
+
 __all__ = ["PLOT_NAMES", "SECTIONS", "card_render"]
 
 #: The card's fixed sections, in order (the lead-written ones take their titles from the facts).
@@ -64,12 +66,21 @@ def _pct(value: float | None) -> str:
     return "—" if value is None else f"{value * 100:.1f}%"
 
 
+#: Percentage points above which an interval is too wide to report a share (the dashboard's rule).
+_WIDE = round(MAX_INTERVAL_WIDTH * 100)
+
+
 def _ci_pct(p: dict[str, Any]) -> str:
     return f"95% CI {p['ci_low'] * 100:.1f}{_DASH}{p['ci_high'] * 100:.1f}%"
 
 
 def _prop(p: dict[str, Any], *, of: bool = True) -> str:
-    """``k of n, share (95% CI low–high%)``, or the reason why it is not shown."""
+    """``k of n, share (95% CI low–high%)``, or the reason why it is not shown.
+
+    A share whose interval is too wide to read keeps its count and interval, without the share.
+    """
+    if p["value"] is None and p.get("too_wide"):
+        return f"{p['k']} of {p['n']}, too little data for a share ({_ci_pct(p)}, wider than {_WIDE} points)"
     if p["value"] is None:
         return f"not reported ({p['reason']})"
     head = f"{p['k']} of {p['n']}, " if of else ""
@@ -146,7 +157,9 @@ def _summary(facts: dict) -> list[Block]:
         ),
         _p(
             "Every share on this card comes with its Wilson 95% confidence interval; a statistic computed from "
-            f"fewer than {facts['agreement']['min_images']} images with two or more labels is not reported."
+            f"fewer than {facts['agreement']['min_images']} images with two or more labels is not reported, and "
+            f"a share whose interval is wider than {_WIDE} percentage points is given as its count and interval "
+            "only (too little data to read a share)."
         ),
     ]
 
@@ -378,7 +391,8 @@ def _test_retest(facts: dict) -> list[Block]:
         _p(
             "The same labeler on the same image weeks apart: calibration-1 images shown again in calibration 2"
             + (f" ({r['n_repeated_images']} images)" if r["n_repeated_images"] else "")
-            + ". Mean shift: calibration 2 minus calibration 1 (+ = deeper)."
+            + ". Mean shift: calibration 2 minus calibration 1 (+ = deeper). The pairs of all labelers on one "
+            "image are not independent, so the intervals of the all-labelers row are clustered by image."
         ),
     ]
     if r["pooled"] is None:
@@ -795,11 +809,13 @@ def _plot_final(fig, facts: dict) -> None:
         _message(ax, "No image has a final tone.")
         return
     x = list(range(1, len(tones) + 1))
-    shares = [t["share"]["value"] * 100 for t in tones]
+    # A share too uncertain to report gets its interval only, no bar.
+    shares = [t["share"]["k"] / t["share"]["n"] * 100 for t in tones]
     low = [s - t["share"]["ci_low"] * 100 for s, t in zip(shares, tones, strict=True)]
     high = [t["share"]["ci_high"] * 100 - s for s, t in zip(shares, tones, strict=True)]
     colours = [_colour(t["hex"]) for t in tones]
-    ax.bar(x, shares, width=0.8, color=colours, edgecolor="#333", linewidth=0.6)
+    bars = [0.0 if t["share"]["value"] is None else s for s, t in zip(shares, tones, strict=True)]
+    ax.bar(x, bars, width=0.8, color=colours, edgecolor="#333", linewidth=0.6)
     ax.errorbar(x, shares, yerr=[low, high], fmt="none", ecolor="#222", elinewidth=1, capsize=3)
     threshold = f["under_represented_threshold"] * 100
     ax.axhline(threshold, color=_RED, linestyle="--", linewidth=1)
@@ -867,6 +883,10 @@ def _plot_agreement(fig, facts: dict) -> None:
         for xi, phase in zip(x, phases, strict=True):
             p = phase["consensus"][measure]
             position = xi + (j - 1) * width
+            if p["value"] is None and p.get("too_wide"):
+                # Too uncertain to report: the interval alone, no bar.
+                right.plot([position, position], [p["ci_low"] * 100, p["ci_high"] * 100], color=_RED, linewidth=1.2)
+                continue
             if p["value"] is None:
                 if j == 1:
                     right.annotate("too little data", (xi, 50), ha="center", va="center", fontsize=7, color=_RED)

@@ -26,7 +26,7 @@ from metrics.intervals import wilson_interval
 from ...models import Assignment, Image, Label, LabelRevision, Membership, Phase, Project, Reflection, Subject
 from ..baselines import FLAG_NAMES, baseline_correlations, baseline_summary
 from ..consensus import MIN_IMAGES, UNDER_REPRESENTED, test_retest_compute
-from ..consensus.numbers import json_clean, too_little
+from ..consensus.numbers import MAX_INTERVAL_WIDTH, interval_too_wide, json_clean, too_little, too_wide
 from .agreement import phase_agreement
 from .memory import memory_release
 from .rules import CARD_FIELDS, CATEGORIES
@@ -190,7 +190,8 @@ LIMITATIONS: list[tuple[str, str]] = [
         "Rates from few images are uncertain",
         "Every rate on this card has a Wilson 95% interval; a rate over a few dozen images can be off by "
         "more than ten percentage points. Agreement over fewer than {min_images} images with 2+ labels is "
-        "not reported at all.",
+        "not reported at all, and a share whose interval is wider than {max_interval_points} percentage "
+        "points is given as its count and interval only (too little data to read a share).",
     ),
     (
         "Images and people are not the same unit",
@@ -214,20 +215,64 @@ LIMITATIONS: list[tuple[str, str]] = [
 
 
 def proportion(k: int, n: int, *, reason: str | None = None) -> dict[str, Any]:
-    """``k`` of ``n`` with its share and Wilson interval, or ``None`` values with a reason (no data, too little)."""
+    """``k`` of ``n`` with its share and Wilson interval, or ``None`` values with a reason (no data, too little).
+
+    The dashboard's "too little data" rule (``consensus.numbers.MAX_INTERVAL_WIDTH``): a share whose 95%
+    interval is wider than 50 percentage points is not reported (``value`` None, ``too_wide`` True, the
+    reason says ``n`` and the interval); ``k``, ``n`` and the interval stay.
+    """
     k, n = int(k), int(n)
     if reason is None and n == 0:
         reason = "no data"
     if reason is not None:
-        return {"k": k, "n": n, "value": None, "ci_low": None, "ci_high": None, "reason": reason}
+        return {"k": k, "n": n, "value": None, "ci_low": None, "ci_high": None, "reason": reason, "too_wide": False}
     low, high = wilson_interval(k, n, CONFIDENCE)
-    return {"k": k, "n": n, "value": k / n, "ci_low": low, "ci_high": high, "reason": None}
+    if interval_too_wide(low, high):
+        return {
+            "k": k,
+            "n": n,
+            "value": None,
+            "ci_low": low,
+            "ci_high": high,
+            "reason": too_wide(n, "", low, high),
+            "too_wide": True,
+        }
+    return {"k": k, "n": n, "value": k / n, "ci_low": low, "ci_high": high, "reason": None, "too_wide": False}
+
+
+def _clustered(rate: dict[str, Any]) -> dict[str, Any]:
+    """A consensus-service share pooled over pairs clustered by image, with the service's clustered interval.
+
+    ``k`` of ``n`` pairs, ``n_images`` images; ``ci_low``/``ci_high`` are the image-clustered interval
+    (wider than Wilson over the pairs, which are not independent).
+    """
+    n, k = int(round(rate.get("n_units") or 0)), int(round(rate.get("k") or 0))
+    shown = rate["value"] is not None or rate.get("too_wide")
+    return {
+        "k": k,
+        "n": n,
+        "value": rate["value"] if rate["value"] is None else k / n,
+        "ci_low": rate["low"] if shown else None,
+        "ci_high": rate["high"] if shown else None,
+        "reason": rate["reason"],
+        "too_wide": bool(rate.get("too_wide")),
+        "n_images": rate["n"],
+        "interval": "image-clustered",
+    }
 
 
 def _from_rate(rate: dict[str, Any], n: int) -> dict[str, Any]:
-    """A consensus-service rate (``{"value", "reason"}`` over ``n`` images) as a proportion with its interval."""
-    if rate is None or rate.get("value") is None:
-        return proportion(0, n, reason=(rate or {}).get("reason") or "no data")
+    """A consensus-service rate (``k`` of ``n`` images, or ``{"value", "reason"}``) as a proportion."""
+    rate = rate or {}
+    if rate.get("interval") == "image-clustered":
+        return _clustered(rate)
+    reason = rate.get("reason")
+    if reason and not rate.get("too_wide"):
+        return proportion(rate.get("k") or 0, n, reason=reason)
+    if rate.get("k") is not None:
+        return proportion(rate["k"], n)
+    if rate.get("value") is None:
+        return proportion(0, n, reason=reason or "no data")
     return proportion(round(rate["value"] * n), n)
 
 
@@ -590,6 +635,7 @@ def _agreement(project: Project, phases: list[Phase]) -> dict[str, Any]:
             rows.append({"kind": phase.kind, "name": phase.get_kind_display(), "reason": "no labels in this phase"})
     return {
         "min_images": MIN_IMAGES,
+        "max_interval_width": MAX_INTERVAL_WIDTH,
         "thresholds": {"reliable": 0.8, "tentative": 0.667},
         "definitions": {
             "near": "every valid value within one tone of every other",
@@ -635,7 +681,7 @@ def _final(final: dict[str, Any], rule: dict[str, Any], tones: list[dict[str, An
     rows = []
     for tone in tones:
         share = proportion(counts.get(tone["position"], 0), total)
-        under = share["value"] is not None and share["value"] < threshold
+        under = bool(total) and share["k"] / total < threshold
         rows.append(
             {
                 **tone,
@@ -787,6 +833,7 @@ def _limitations(team: dict[str, Any], process: dict[str, Any]) -> list[dict[str
         "n_labelers": team["n_labelers"],
         "labels_per_image": ", ".join(per_phase) or f"project default {process['labels_per_image']}",
         "min_images": MIN_IMAGES,
+        "max_interval_points": round(MAX_INTERVAL_WIDTH * 100),
     }
     return [{"title": title, "text": text.format(**values)} for title, text in LIMITATIONS]
 
@@ -878,6 +925,9 @@ def card_facts(
         "confidence": CONFIDENCE,
         "intervals": {
             "proportions": "Wilson score interval",
+            "pooled_test_retest": "clustered by image: ratio estimator, cluster-robust variance, Wilson score "
+            "interval on the effective sample size (Korn and Graubard 1998)",
+            "too_little_data": f"a share whose interval is wider than {MAX_INTERVAL_WIDTH:g} is not reported",
             "alpha": "image bootstrap, percentile",
             "spearman": "bootstrap over images, percentile (above 5,000 images: Fisher's z, Bonett-Wright variance)",
         },
