@@ -15,7 +15,8 @@ from .. import queue
 from .summary import phase_summary_compute
 
 CACHE_TIMEOUT = 7 * 24 * 3600
-CACHE_PREFIX = "consensus:v1"
+#: v2: every rate carries its interval (issue 12); summaries cached in the old layout are not read.
+CACHE_PREFIX = "consensus:v2"
 #: A phase is refreshed by one task at a time; the lock expires if a worker dies.
 REFRESH_LOCK_SECONDS = 300
 
