@@ -878,6 +878,7 @@ def _plot_agreement(fig, facts: dict) -> None:
     left.set_title("Alpha, 95% bootstrap interval", fontsize=9, loc="left")
     measures = (("near", "#2f5d8a"), ("overlap", "#7fa7c9"), ("complete", "#c9d9e8"))
     width = 0.26
+    wide_labelled = False
     for j, (measure, colour) in enumerate(measures):
         labelled = False
         for xi, phase in zip(x, phases, strict=True):
@@ -885,7 +886,14 @@ def _plot_agreement(fig, facts: dict) -> None:
             position = xi + (j - 1) * width
             if p["value"] is None and p.get("too_wide"):
                 # Too uncertain to report: the interval alone, no bar.
-                right.plot([position, position], [p["ci_low"] * 100, p["ci_high"] * 100], color=_RED, linewidth=1.2)
+                right.plot(
+                    [position, position],
+                    [p["ci_low"] * 100, p["ci_high"] * 100],
+                    color=_RED,
+                    linewidth=1.2,
+                    label=None if wide_labelled else "interval only: too wide to report a share",
+                )
+                wide_labelled = True
                 continue
             if p["value"] is None:
                 if j == 1:
