@@ -9,6 +9,7 @@ from .views import (
     baselines,
     consensus,
     data,
+    erasure,
     evaluations,
     health,
     jobs,
@@ -49,6 +50,8 @@ urlpatterns = [
     path("projects/<int:pk>/examples/", lead.project_examples, name="project-examples"),
     path("projects/<int:pk>/calibration/", lead.project_calibration, name="project-calibration"),
     path("images/<int:pk>/", lead.image_detail, name="image-detail"),
+    # Erasure on request: a subject and everything of them (leads; confirmation page)
+    path("projects/<int:pk>/subjects/<str:external_id>/erase/", erasure.subject_erase_page, name="subject-erase"),
     path("images/<int:pk>/file/<str:kind>/", media.image_file, name="image-file"),
     # Phases: the lead's pages, and the labeler's
     path("phases/<int:pk>/", lead.phase_detail, name="phase-detail"),

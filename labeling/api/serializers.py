@@ -1,4 +1,5 @@
 from django.urls import reverse
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from ..models import (
@@ -482,13 +483,27 @@ class ReleaseSerializer(serializers.ModelSerializer):
         return reverse("release-download", args=[release.project_id, release.version])
 
 
+class ReleaseErasureSerializer(serializers.Serializer):
+    subject = serializers.CharField(help_text="The erased subject's external id (the images table's subject_id).")
+    erased_at = serializers.DateTimeField()
+    notice = serializers.CharField(help_text="What the erasure means for this release, in plain words.")
+
+
 class ReleaseDetailSerializer(ReleaseSerializer):
-    """A release with its manifest's description (``manifest``: the release info and the zip's checksum)."""
+    """A release with its manifest's description (``manifest``: the release info and the zip's checksum), and the
+    subjects erased on request after it was made whose rows it still holds (``erasures``: its files never change)."""
 
     manifest = serializers.SerializerMethodField()
+    erasures = serializers.SerializerMethodField()
 
     class Meta(ReleaseSerializer.Meta):
-        fields = [*ReleaseSerializer.Meta.fields, "manifest"]
+        fields = [*ReleaseSerializer.Meta.fields, "manifest", "erasures"]
+
+    @extend_schema_field(ReleaseErasureSerializer(many=True))
+    def get_erasures(self, release: Release) -> list:
+        from ..services.erasure import release_erasure_notices
+
+        return ReleaseErasureSerializer(release_erasure_notices(release), many=True).data
 
     def get_manifest(self, release: Release) -> dict:
         manifest = release.manifest or {}

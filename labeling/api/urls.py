@@ -7,6 +7,7 @@ from .views.audit import AuditViewSet
 from .views.auth import ThrottledObtainAuthToken
 from .views.dashboards import ProjectDashboardViewSet
 from .views.data import DataManagerViewSet
+from .views.erasure import SubjectEraseView
 from .views.evaluations import EvaluationGateViewSet, EvaluationViewSet
 from .views.images import ImageViewSet
 from .views.imports import ImportBatchViewSet
@@ -52,6 +53,12 @@ urlpatterns = [
         "projects/<int:project_pk>/evaluations/<int:pk>/files/<path:path>",
         EvaluationViewSet.as_view({"get": "files"}),
         name="evaluation-files",
+    ),
+    # Erasure on request of one subject (leads): answers the erasure's record.
+    path(
+        "projects/<int:project_pk>/subjects/<str:external_id>/erase/",
+        SubjectEraseView.as_view(),
+        name="subject-erase-api",
     ),
     path("", include(router.urls)),
 ]

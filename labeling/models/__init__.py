@@ -11,10 +11,12 @@
   excluded from the dataset (with the reason).
 - ``releases``: dataset releases (versioned, immutable once published) and their images.
 - ``audit``: the append-only audit log of what leads and staff do.
+- ``erasure``: the record that a subject was erased on request.
 """
 
 from .accounts import AccountOrigin, SigninFailure
 from .audit import AuditEntry, AuditImmutable
+from .erasure import SubjectErasure
 from .images import Image, ImportBatch, ImportItem, Subject
 from .jobs import EvaluationGate, EvaluationRun, ImageBaseline, Job, PendingTask
 from .labels import Label, LabelRevision, Reflection
@@ -54,6 +56,7 @@ __all__ = [
     "Scale",
     "SigninFailure",
     "Subject",
+    "SubjectErasure",
     "Tone",
     "ToneExample",
 ]

@@ -155,7 +155,9 @@ def audit_entries(project_id: int, *, action: str = "", user: str = ""):
         entries = entries.filter(action__startswith=action) if action.endswith(".") else entries.filter(action=action)
     user = (user or "").strip()
     if user:
-        entries = entries.filter(user_id=int(user)) if user.isdigit() else entries.filter(username=user)
+        # A user id is a number of at most 10 digits (an IntegerField); anything else is a username.
+        is_id = user.isascii() and user.isdigit() and len(user) <= 10
+        entries = entries.filter(user_id=int(user)) if is_id else entries.filter(username=user)
     return entries.order_by("-created_at", "-id")
 
 

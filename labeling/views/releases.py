@@ -16,6 +16,7 @@ from .. import selectors
 from ..errors import error_text
 from ..models import Membership, Phase, Release
 from ..services import releases as svc
+from ..services.erasure import release_erasure_notices
 from .access import page_access, page_project
 
 READERS = (Membership.Role.LEAD, Membership.Role.REVIEWER)
@@ -137,6 +138,7 @@ def release_page(request, pk: int, version: int):
             "files": listing["files"],
             "imagefolder": listing["imagefolder"],
             "card_html": _card_html(release),
+            "erasures": release_erasure_notices(release),
             "diff": diff,
             "categories": svc.CATEGORIES,
         },

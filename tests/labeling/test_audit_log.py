@@ -17,7 +17,7 @@ from labeling.services.baselines import baseline_run_start
 from labeling.services.data_manager import images_exclude, images_include
 from labeling.services.imports import import_files
 from labeling.services.labels import label_correct
-from labeling.services.phases import phase_close, phase_get, phase_reopen
+from labeling.services.phases import phase_close, phase_reopen
 from labeling.services.review_decisions import review_decide
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory, png_bytes
 from tests.labeling.helpers import add_images, open_calibration_1, submit
@@ -76,7 +76,11 @@ def test_what_a_lead_does_is_recorded_with_who_and_never_a_labelers_tones(projec
     correction = AuditEntry.objects.get(project_id=project.pk, action="label.correct")
     assert (correction.user_id, correction.username) == (lead.pk, "lead")
     assert (correction.object_type, correction.object_id) == ("label", str(label.pk))
-    assert correction.details == {"image_id": label.image_id, "labeler": label.labeler.pseudonym, "reason": "obvious slip"}
+    assert correction.details == {
+        "image_id": label.image_id,
+        "labeler": label.labeler.pseudonym,
+        "reason": "obvious slip",
+    }
     # Labelers' answers are never in the log (the labels themselves are recorded elsewhere), nor profile fields.
     assert "tone" not in str(list(AuditEntry.objects.values_list("details", flat=True)))
     assert not AuditEntry.objects.filter(action__startswith="label.submit").exists()
@@ -248,3 +252,12 @@ def test_the_page_lists_filters_and_paginates_for_leads_only(client, project, le
     editor.user_permissions.add(Permission.objects.get(codename="change_auditentry"))
     client.force_login(editor)
     assert client.get(f"/projects/{project.pk}/audit/").status_code == 404
+
+
+def test_hostile_filters_answer_an_empty_page_not_an_error(project, lead, client_for, client):
+    api = client_for(lead)
+    for user in ("9" * 5000, "99999999999999999999", "١٢", "lead' OR 1=1"):
+        answer = api.get(f"/api/projects/{project.pk}/audit/", {"user": user, "action": user})
+        assert answer.status_code == 200 and answer.json()["count"] == 0
+    client.force_login(lead)
+    assert client.get(f"/projects/{project.pk}/audit/", {"user": "9" * 5000, "page": "x"}).status_code == 200

@@ -32,7 +32,7 @@ from django.shortcuts import resolve_url
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from labeling.models import EvaluationGate, EvaluationRun, ImageBaseline, Job, Membership
+from labeling.models import EvaluationGate, EvaluationRun, Image, ImageBaseline, Job, Membership, Subject
 from labeling.services import baselines as baseline_services
 from labeling.services import releases as release_services
 from labeling.services.imports import import_files
@@ -142,6 +142,10 @@ EXPECTED: dict[tuple[str, str], str] = {
     ("/api/projects/{project_pk}/audit/", "GET"): "401 403 404 403 ok 404 404 ok",
     ("/projects/{pk}/audit/", "GET"): "login 404 404 404 ok 404 404 ok",
     ("/projects/{pk}/audit/", "POST"): "login 405 405 405 405 405 405 405",
+    # Erasing a subject on request: leads only; an empty confirmation is refused (400), nothing is erased.
+    ("/api/projects/{project_pk}/subjects/{external_id}/erase/", "POST"): "401 403 404 403 bad 404 404 bad",
+    ("/projects/{pk}/subjects/{external_id}/erase/", "GET"): "login 404 404 404 ok 404 404 ok",
+    ("/projects/{pk}/subjects/{external_id}/erase/", "POST"): "login 404 404 404 bad 404 404 bad",
     # Dataset releases: leads make and cancel; reviewers read and download; labelers never (403 API, 404 pages).
     ("/api/projects/{project_pk}/releases/", "GET"): "401 403 404 ok ok 404 404 ok",
     ("/api/projects/{project_pk}/releases/", "POST"): "401 403 404 403 bad 404 404 bad",
@@ -348,6 +352,8 @@ def build_world() -> dict:
         project=project, release=release, name="model A", status=EvaluationRun.Status.DONE, report={"summary": []}
     )
     gate = EvaluationGate.objects.create(project=project, name="strict", rules={"fail_on": ["significant"]})
+    subject = Subject.objects.create(project=project, external_id="matrix-subject")
+    Image.objects.filter(pk=image.pk).update(subject=subject)
     by_segment = {
         "evaluations": run.pk,
         "evaluation-gates": gate.pk,
@@ -375,6 +381,7 @@ def build_world() -> dict:
         "gate_id": gate.pk,
         "uidb64": "MQ",
         "token": "not-a-token",
+        "external_id": subject.external_id,
     }
     return {"users": users, "by_segment": by_segment, "values": values}
 
