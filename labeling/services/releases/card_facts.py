@@ -142,8 +142,10 @@ FIELD_MEANINGS: dict[str, dict[str, str]] = {
         "bias_ci_low": "Lower bound of the bias's confidence interval.",
         "bias_ci_high": "Upper bound of the bias's confidence interval.",
         "retest_n": "Calibration-1 images this labeler labelled again in calibration 2.",
-        "retest_exact": "Share of those with the same value both times.",
-        "retest_within_one": "Share of those within one tone of each other.",
+        "retest_exact": "Share of those with the same value both times; empty with too little data (fewer than "
+        "5 images, or a Wilson 95% interval over retest_n wider than 50 percentage points).",
+        "retest_within_one": "Share of those within one tone of each other; empty with too little data (as "
+        "retest_exact).",
         "retest_weighted_kappa": "Quadratic-weighted kappa between the two rounds.",
         "retest_mean_shift": "Mean of (calibration 2 - calibration 1): + = drifted deeper.",
         "profile_shared": "Whether the labeler agreed to share the profile fields below (empty otherwise).",
