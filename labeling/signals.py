@@ -9,12 +9,13 @@ from django.db.models.signals import post_delete, post_save, pre_save
 
 
 def connect() -> None:
+    from django.contrib.admin.models import LogEntry
     from rest_framework.authtoken.models import Token
 
     from .api.authentication import token_cache_clear
     from .models import EvaluationRun, Label, Membership, Release
     from .selectors import membership_cache_clear
-    from .services.audit import audit_membership_saving, audit_model_saved
+    from .services.audit import audit_admin_logged, audit_membership_saving, audit_model_saved
     from .services.consensus import label_deleted_count
 
     # A changed or removed membership must not be served from the membership cache.
@@ -28,3 +29,5 @@ def connect() -> None:
     for model in (Release, EvaluationRun, Membership):
         post_save.connect(audit_model_saved, sender=model, dispatch_uid=f"audit-{model.__name__}")
     pre_save.connect(audit_membership_saving, sender=Membership, dispatch_uid="audit-membership-before")
+    # What staff do in the admin (Django's own admin log) goes into the audit log as well.
+    post_save.connect(audit_admin_logged, sender=LogEntry, dispatch_uid="audit-admin-log")

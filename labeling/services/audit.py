@@ -164,3 +164,33 @@ def audit_entries(project_id: int, *, action: str = "", user: str = ""):
 def audit_actions(project_id: int) -> list[str]:
     """The action names a project's log holds (for the page's filter)."""
     return sorted(set(AuditEntry.objects.filter(project_id=project_id).values_list("action", flat=True)))
+
+
+def audit_admin_logged(sender, instance, created: bool, **kwargs) -> None:
+    """``post_save`` of Django's admin log (``LogEntry``): what staff add, change or delete in the admin is in the
+    audit log too, with the project the object belongs to when it has one. Recorded: the model, the object's id
+    and the admin's change message (field names, never values); not the object's text, which may hold tones."""
+    from django.contrib.admin.models import ADDITION, CHANGE, DELETION
+
+    if not created or kwargs.get("raw"):
+        return
+    model = instance.content_type.model_class() if instance.content_type_id else None
+    if model is AuditEntry:
+        return
+    project_id = None
+    if model is Project:
+        project_id = int(instance.object_id) if str(instance.object_id).isdigit() else None
+    elif model is not None and instance.action_flag != DELETION:
+        try:
+            project_id = getattr(instance.get_edited_object(), "project_id", None)
+        except Exception:  # the object is gone, or its model has no default manager lookup by pk
+            project_id = None
+    action = {ADDITION: "admin.add", CHANGE: "admin.change", DELETION: "admin.delete"}.get(instance.action_flag)
+    name = model._meta.model_name if model is not None else "unknown"
+    audit(
+        project_id,
+        action or "admin.other",
+        (name, instance.object_id),
+        user=instance.user,
+        change=instance.get_change_message(),
+    )

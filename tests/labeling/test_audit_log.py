@@ -261,3 +261,35 @@ def test_hostile_filters_answer_an_empty_page_not_an_error(project, lead, client
         assert answer.status_code == 200 and answer.json()["count"] == 0
     client.force_login(lead)
     assert client.get(f"/projects/{project.pk}/audit/", {"user": "9" * 5000, "page": "x"}).status_code == 200
+
+
+def test_an_evaluation_run_is_recorded(project, lead):
+    from labeling.models import EvaluationRun
+
+    run = EvaluationRun.objects.create(project=project, name="model A", created_by=lead)
+    entry = AuditEntry.objects.get(project_id=project.pk, action="evaluation.create")
+    assert (entry.object_id, entry.details) == (str(run.pk), {"name": "model A", "release": None})
+
+
+def test_what_staff_change_in_the_admin_is_recorded_without_values(client, project, labelers):
+    staff = UserFactory(username="root", is_staff=True, is_superuser=True)
+    client.force_login(staff)
+    member = labelers[0]
+    answer = client.post(
+        f"/admin/labeling/membership/{member.pk}/change/",
+        {
+            "project": project.pk,
+            "user": member.user_id,
+            "role": "labeler",
+            "pseudonym": member.pseudonym,
+            "expertise": "",
+            "region_of_upbringing": "somewhere secret",
+            "gender": "",
+            "is_active": "on",
+        },
+        REMOTE_ADDR="198.51.100.4",
+    )
+    assert answer.status_code == 302, answer.content[:2000]
+    entry = AuditEntry.objects.get(project_id=project.pk, action="admin.change")
+    assert (entry.username, entry.origin, entry.object_type) == ("root", "198.51.100.4", "membership")
+    assert "region" in entry.details["change"].lower() and "somewhere secret" not in str(entry.details)
