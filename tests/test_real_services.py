@@ -227,7 +227,9 @@ def test_changed_labels_have_the_worker_precompute_the_lead_pages(settings):
         assert not phase_summary_is_cached(cal1.id, phase_versions(project)[cal1.id])
         return
     # The worker and this process share the Redis cache (REDIS_CACHE_URL in .ci/run).
-    assert "Redis" in type(cache).__name__
+    from django.core.cache import caches
+
+    assert "Redis" in type(caches["default"]).__name__
     wait_for(
         lambda: phase_summary_is_cached(cal1.id, phase_versions(project)[cal1.id]),
         "the consensus precomputed by the worker",
