@@ -309,4 +309,5 @@ def tone_examples_set(*, project: Project, tone_position: int, external_ids: lis
     if missing:
         raise ValidationError({"images": f"Not in this project: {', '.join(missing[:5])}."})
     ToneExample.objects.filter(project=project, tone=tone).delete()
+    audit(project, "examples.set", ("tone", tone.pk), tone=tone_position, images=ids)
     return ToneExample.objects.bulk_create(ToneExample(project=project, tone=tone, image=images[e]) for e in ids)

@@ -293,3 +293,19 @@ def test_what_staff_change_in_the_admin_is_recorded_without_values(client, proje
     entry = AuditEntry.objects.get(project_id=project.pk, action="admin.change")
     assert (entry.username, entry.origin, entry.object_type) == ("root", "198.51.100.4", "membership")
     assert "region" in entry.details["change"].lower() and "somewhere secret" not in str(entry.details)
+
+
+def test_gates_and_tone_examples_are_recorded(project, lead):
+    from labeling.services.evaluations import gate_create, gate_delete
+    from labeling.services.projects import tone_examples_set
+
+    image = add_images(project, 1)[0]
+    tone_examples_set(project=project, tone_position=3, external_ids=[image.external_id])
+    gate = gate_create(project, lead, "strict", {"fail_on": ["significant"]})
+    gate_delete(project, gate.pk)
+    gate_delete(project, gate.pk)  # nothing left to delete: no entry
+    assert [a for a in actions(project) if a.startswith(("gate.", "examples."))] == [
+        "examples.set",
+        "gate.create",
+        "gate.delete",
+    ]

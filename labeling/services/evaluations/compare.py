@@ -12,6 +12,7 @@ from metrics.compare import compare_errors
 from metrics.gate import FAIL_ON, GateRules, evaluate
 
 from ...models import EvaluationGate, EvaluationRun, Project
+from ..audit import audit
 from ..project_lifecycle import project_refuse_if_archived
 from .joining import KEY
 from .runs import evaluation_dir
@@ -183,13 +184,17 @@ def gate_create(project: Project, user, name: str, rules: dict[str, Any]) -> Eva
     clean = gate_rules_clean(rules)
     if project.evaluation_gates.filter(name=name).exists():
         raise ValidationError({"name": f"This project already has a gate named {name!r}."})
-    return EvaluationGate.objects.create(project=project, name=name, rules=clean, created_by=user)
+    gate = EvaluationGate.objects.create(project=project, name=name, rules=clean, created_by=user)
+    audit(project, "gate.create", gate, user=user, name=name, rules=clean)
+    return gate
 
 
 def gate_delete(project: Project, gate_id) -> int:
     """Remove one of the project's gates; returns how many were removed (0: no such gate in the project)."""
     project_refuse_if_archived(project.pk, "change its gates")
     deleted, _ = project.evaluation_gates.filter(pk=gate_id).delete()
+    if deleted:
+        audit(project, "gate.delete", ("evaluationgate", gate_id))
     return deleted
 
 
