@@ -235,7 +235,7 @@ def test_changed_labels_have_the_worker_precompute_the_lead_pages(settings):
         "the consensus precomputed by the worker",
     )
     comparison = wait_for(
-        lambda: cache.get(f"baseline-comparison:v2:latest:{project.id}:all:1"),
+        lambda: cache.get(f"baseline-comparison:v2:latest:{project.id}:all:1:slim"),
         "the baseline comparison precomputed by the worker",
     )
     assert comparison["n_labelled_images"] == 5

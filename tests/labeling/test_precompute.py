@@ -5,6 +5,8 @@ precompute fills, the stale-while-revalidate comparison, the debounce, and that 
 in-process nothing is scheduled.
 """
 
+import time
+
 import pytest
 from celery import current_app
 from django.core.cache import cache
@@ -57,7 +59,7 @@ def test_precompute_fills_every_phase_and_the_comparison(project, labelled):
 
 def test_with_jobs_in_process_nothing_is_scheduled(project, labelled, settings):
     settings.FAIRTONE = {**settings.FAIRTONE, "CONSENSUS_BACKGROUND_REFRESH": True}
-    assert settings.CELERY_TASK_ALWAYS_EAGER is True
+    settings.CELERY_TASK_ALWAYS_EAGER = True  # the embedded default (CI stage 2 has a worker)
     assert queue.background_precompute_enabled() is False
     assert queue.precompute_schedule(project.id) is False
 
@@ -127,10 +129,16 @@ def test_debounce_sends_once_per_window(project, worker_like):
 
 @pytest.mark.django_db(transaction=True)
 def test_release_readiness_is_cached_until_labels_or_exclusions_change(project, labelers, lead):
+    from labeling.services.baselines import baselines_current
     from labeling.services.data_manager import data_bulk
     from labeling.services.releases.readiness import release_readiness, release_readiness_cached
 
     add_images(project, 4)
+    # With a real worker (CI stage 2) the new images' baselines arrive in the background: wait for them,
+    # since a new baseline result rightly changes the readiness.
+    deadline = time.monotonic() + 60
+    while baselines_current(project).count() < 4 and time.monotonic() < deadline:
+        time.sleep(0.2)
     cal1 = open_calibration_1(project, size=4, cal1=4)
     label_all(cal1, labelers[0], tone=4)
     first = release_readiness_cached(project, {})
