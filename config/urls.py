@@ -10,5 +10,6 @@ urlpatterns = [
     path("", include("labeling.urls")),
 ]
 
+handler400 = "labeling.views.errors.bad_request"
 handler404 = "labeling.views.errors.not_found"
 handler500 = "labeling.views.errors.server_error"

@@ -177,7 +177,8 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # drf-spectacular's, with the error answers every view can give (labeling.api.schema).
+    "DEFAULT_SCHEMA_CLASS": "labeling.api.schema.AutoSchema",
     "EXCEPTION_HANDLER": "labeling.api.errors.exception_handler",
     "DEFAULT_THROTTLE_RATES": {"login": "20/min"},
     # How many proxies in front of the app append to X-Forwarded-For: the client address is the entry the
@@ -196,10 +197,17 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "labeling.api.schema.postprocess",
+    ],
     # Several models have a "status" with their own choices; each gets its own named enum.
     "ENUM_NAME_OVERRIDES": {
         "JobStatusEnum": "labeling.models.jobs.Job.Status",
         "ReleaseStatusEnum": "labeling.models.releases.Release.Status",
+        # A phase's as a lead and as a labeler sees it (labeling.api.views.common.phase_for_role).
+        "PhaseKindEnum": "labeling.models.phases.Phase.Kind",
+        "PhaseStatusEnum": "labeling.models.phases.Phase.Status",
     },
 }
 

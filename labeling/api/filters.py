@@ -29,3 +29,18 @@ class StrictOrderingFilter(OrderingFilter):
                 {"ordering": f"Cannot sort by {', '.join(unknown)[:200]}; one of: {', '.join(sorted(valid))}."}
             )
         return terms
+
+    def get_schema_operation_parameters(self, view):
+        """``ordering`` with the names it accepts (each, or ``-`` and the name for descending): the
+        document says what the 400 above refuses."""
+        parameters = super().get_schema_operation_parameters(view)
+        try:
+            valid = sorted(name for name, _label in self.get_valid_fields(view.get_queryset(), view, {}))
+        except Exception:  # a view whose fields cannot be known without a request: described as before
+            return parameters
+        for parameter in parameters:
+            if parameter["name"] == self.ordering_param and valid:
+                # "": the default order (an empty ``?ordering=`` is read as none).
+                terms = ["", *(f"{sign}{n}" for n in valid for sign in ("", "-"))]
+                parameter["schema"] = {"type": "string", "enum": terms}
+        return parameters

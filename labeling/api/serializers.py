@@ -149,7 +149,7 @@ class MembershipCreateSerializer(serializers.Serializer):
 
 
 class ImageSerializer(serializers.ModelSerializer):
-    subject_id = serializers.CharField(source="subject.external_id", default=None, read_only=True)
+    subject_id = serializers.CharField(source="subject.external_id", default=None, allow_null=True, read_only=True)
     subject_attributes = serializers.JSONField(source="subject.attributes", default=None, read_only=True)
     thumbnail_url = serializers.SerializerMethodField()
     display_url = serializers.SerializerMethodField()

@@ -8,6 +8,15 @@ def _wants_json(request) -> bool:
     return request.path.startswith("/api/") or "application/json" in request.headers.get("Accept", "")
 
 
+def bad_request(request, exception=None):
+    """Django's own 400s (a ``SuspiciousOperation``: too many form fields, a malformed multipart body...)."""
+    if _wants_json(request):
+        return JsonResponse({"detail": "Bad request."}, status=400)
+    from django.views.defaults import bad_request as default
+
+    return default(request, exception)
+
+
 def not_found(request, exception=None):
     if _wants_json(request):
         return JsonResponse({"detail": "Not found."}, status=404)

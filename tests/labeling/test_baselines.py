@@ -333,6 +333,19 @@ def test_bad_parameters_are_refused_with_the_key(parameters, key):
     assert key in info.value.message_dict
 
 
+@pytest.mark.parametrize("value", [{"name": "kinyanjui"}, ["kinyanjui"], 3])
+@pytest.mark.parametrize("key", ["fitzpatrick_mapping", "skin_detector"])
+def test_a_choice_sent_as_an_object_or_a_list_is_a_400_not_a_500(project, client_for, key, value):
+    """Issue 13 (7): an object as ``fitzpatrick_mapping`` was looked up in a dict (unhashable: a 500)."""
+    with pytest.raises(ValidationError) as info:
+        svc.baseline_parameters_validate({key: value})
+    assert "Choose one of" in info.value.message_dict[key][0]
+    api = client_for(project.created_by)
+    response = api.post(f"/api/projects/{project.pk}/baselines/run/", {"parameters": {key: value}}, format="json")
+    assert response.status_code == 400
+    assert "Choose one of" in response.json()[key][0]
+
+
 def test_defaults_are_the_colorimetry_defaults():
     import inspect
 

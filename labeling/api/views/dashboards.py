@@ -5,6 +5,8 @@ Leads only (superusers pass); anyone else gets 404, members with another role in
 the router keeps their URL names (``api-consensus``, ``api-baselines``, ...).
 """
 
+import math
+
 from django.http import Http404
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
@@ -15,12 +17,43 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 
 from ... import selectors
-from ...models import Membership, Project
+from ...models import ImageBaseline, Membership, Project
 from ...services import baselines as baseline_services
 from ...services import consensus as consensus_services
 from ..serializers import JobSerializer
 
 _PHASE = OpenApiParameter("phase", int, description="Phase id (default: main, else the latest phase with labels).")
+_CONSENSUS_FLAGS = ("wide_range", "invalid", "any")
+_TRUTHY = ("1", "true", "yes", "on", "0", "false", "no", "off")
+
+
+def _consensus_sorts() -> list[str]:
+    return [f"{sign}{name}" for name in consensus_services.SORTABLE for sign in ("", "-")]
+
+
+def _consensus_query_check(params) -> None:
+    """The per-image table's parameters as documented, or a 400 naming each bad one (the table itself
+    ignores what it cannot read: a typo would silently show every image)."""
+    errors = {}
+    if params.get("flag") is not None and params["flag"] not in _CONSENSUS_FLAGS:
+        errors["flag"] = f"One of: {', '.join(_CONSENSUS_FLAGS)}."
+    for name in consensus_services.BOOLEAN_FILTERS:
+        if params.get(name) is not None and params[name].strip().lower() not in _TRUTHY:
+            errors[name] = "true or false."
+    for name in ("min_range", "max_range"):
+        if params.get(name) is not None:
+            try:
+                if not math.isfinite(float(params[name])):
+                    raise ValueError
+            except ValueError:
+                errors[name] = "A number."
+    for name in ("n_unique", "min_labels"):
+        if params.get(name) is not None and not (params[name].isascii() and params[name].strip().isdigit()):
+            errors[name] = "A whole number, 0 or more."
+    if params.get("ordering") is not None and params["ordering"] not in _consensus_sorts():
+        errors["ordering"] = f"One of: {', '.join(_consensus_sorts())}."
+    if errors:
+        raise ValidationError(errors)
 
 
 class ProjectDashboardViewSet(viewsets.GenericViewSet):
@@ -59,16 +92,14 @@ class ProjectDashboardViewSet(viewsets.GenericViewSet):
     @extend_schema(
         parameters=[
             _PHASE,
-            OpenApiParameter("flag", str, enum=["wide_range", "invalid", "any"]),
+            OpenApiParameter("flag", str, enum=list(_CONSENSUS_FLAGS)),
             *[OpenApiParameter(name, bool) for name in consensus_services.BOOLEAN_FILTERS],
             OpenApiParameter("min_range", float),
             OpenApiParameter("max_range", float),
-            OpenApiParameter("n_unique", int),
-            OpenApiParameter("min_labels", int, description="valid labels"),
-            OpenApiParameter(
-                "ordering", str, description=f"One of {', '.join(consensus_services.SORTABLE)}; '-' for descending."
-            ),
-            OpenApiParameter("page", int),
+            OpenApiParameter("n_unique", {"type": "integer", "minimum": 0}),
+            OpenApiParameter("min_labels", {"type": "integer", "minimum": 0}, description="valid labels"),
+            OpenApiParameter("ordering", str, enum=_consensus_sorts(), description="'-' for descending."),
+            OpenApiParameter("page", {"type": "integer", "minimum": 1}),
         ],
         responses={200: OpenApiTypes.OBJECT},
     )
@@ -81,6 +112,7 @@ class ProjectDashboardViewSet(viewsets.GenericViewSet):
             phase = selectors.consensus_phase(project, request.query_params.get("phase"), default_selected=True)
         except Http404:
             raise NotFound("No such phase, or no labels yet.") from None
+        _consensus_query_check(request.query_params)
         data, rows = selectors.consensus_image_rows(phase, request.query_params)
         page = self.paginate_queryset(rows)
         response = self.get_paginated_response(selectors.consensus_image_records(project, data, page))
@@ -91,8 +123,21 @@ class ProjectDashboardViewSet(viewsets.GenericViewSet):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("flag", str, description="Only results with this quality flag"),
-            OpenApiParameter("ita_class", str, description="Only results of this ITA class"),
+            OpenApiParameter(
+                "flag",
+                str,
+                enum=["none", *baseline_services.FLAG_NAMES],
+                description="Only results with this quality flag (none: without any)",
+            ),
+            OpenApiParameter(
+                "ita_class",
+                str,
+                enum=list(baseline_services.ITA_CLASS_NAMES),
+                description="Only results of this ITA class",
+            ),
+            OpenApiParameter("status", str, enum=list(ImageBaseline.Status.values)),
+            OpenApiParameter("parameters_hash", str, description="Results of these parameters, not the current ones"),
+            OpenApiParameter("page", {"type": "integer", "minimum": 1}),
         ],
         responses=OpenApiTypes.OBJECT,
     )
@@ -114,7 +159,28 @@ class ProjectDashboardViewSet(viewsets.GenericViewSet):
         response.data["fitzpatrick_mapping_source"] = mapping.source
         return response
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(
+        request={
+            "application/json": {
+                "type": "object",
+                "properties": {
+                    "parameters": {
+                        "type": "object",
+                        "nullable": True,
+                        "description": "Overrides of the project's baseline parameters (names as on the page).",
+                    },
+                    "image_ids": {
+                        "type": "array",
+                        "items": {"type": "integer"},
+                        "nullable": True,
+                        "description": "Only these images (default: every image)",
+                    },
+                },
+                "additionalProperties": False,
+            }
+        },
+        responses={202: JobSerializer},
+    )
     @action(detail=True, methods=["post"], url_path="baselines/run", url_name="baselines-run")
     def baselines_run(self, request, pk=None):
         """Start a run: ``{"parameters": {...}, "image_ids": [...]}`` (both optional). 202 with the job."""
@@ -141,10 +207,15 @@ class ProjectDashboardViewSet(viewsets.GenericViewSet):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("phase", str, description="Phase id, or all (default)"),
+            OpenApiParameter(
+                "phase",
+                {"type": "string", "pattern": "^(all|[0-9]+)$"},
+                description="Phase id, or all (default); an id of no phase of this project: 404",
+            ),
             OpenApiParameter(
                 "exclude_flagged",
                 str,
+                enum=["1", "0", "true", "false"],
                 description="1 (default, as on the page: a flagged number may not be skin) or 0 to keep flagged images",
             ),
         ],
@@ -156,7 +227,10 @@ class ProjectDashboardViewSet(viewsets.GenericViewSet):
 
         Flagged images are left out unless ``exclude_flagged=0`` (the page does the same)."""
         project = self.get_object()
-        phase = selectors.baseline_phase_choice(project, request.query_params.get("phase"))
+        value = request.query_params.get("phase")
+        if value and value.isascii() and value.isdigit() and not project.phases.filter(pk=int(value)).exists():
+            raise NotFound("No such phase in this project.")
+        phase = selectors.baseline_phase_choice(project, value)
         raw = request.query_params.get("exclude_flagged", "1").strip().lower()
         if raw not in ("1", "true", "0", "false"):
             raise ValidationError({"exclude_flagged": "1 (leave flagged images out, the default) or 0."})

@@ -1,20 +1,28 @@
 """``/api/projects/{id}/data/``: the data manager's table, with the page's filters, sorts and paging;
 ``/api/projects/{id}/data/bulk/``: its bulk actions (leads)."""
 
+from django.core.exceptions import ValidationError as DjangoValidationError
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
 from ... import selectors
 from ...models import Membership, Project
 from ...services import data_manager as dm
+from .common import ATTRIBUTE_FILTER, MAX_ID, baseline_flag_names
 
 
 class DataBulkSerializer(serializers.Serializer):
     action = serializers.ChoiceField(choices=list(dm.BULK_ACTIONS))
+    # Ids as the database stores them: a larger number is no image (and no 500 from the driver).
     image_ids = serializers.ListField(
-        child=serializers.IntegerField(), required=False, max_length=dm.MAX_BULK, help_text="The chosen images."
+        child=serializers.IntegerField(min_value=1, max_value=MAX_ID),
+        required=False,
+        max_length=dm.MAX_BULK,
+        help_text="The chosen images.",
     )
     filters = serializers.DictField(
         child=serializers.CharField(allow_blank=True),
@@ -28,7 +36,9 @@ class DataBulkSerializer(serializers.Serializer):
         default="",
         help_text="relabel: shown to the labelers; exclude: required, carried into releases; include: a note.",
     )
-    labeler_ids = serializers.ListField(child=serializers.IntegerField(), required=False, max_length=100)
+    labeler_ids = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=MAX_ID), required=False, max_length=100
+    )
 
     def validate(self, data):
         if not data.get("image_ids") and data.get("filters") is None:
@@ -36,22 +46,51 @@ class DataBulkSerializer(serializers.Serializer):
         return data
 
 
+_MAXIMA = {"page": 10**7, "phase": 2**62, "labeler": 2**62}
+
+
+def _integer(minimum: int, maximum: int) -> dict:
+    return {"type": "integer", "minimum": minimum, "maximum": maximum}
+
+
+def _sorts() -> list[str]:
+    return [f"{sign}{name}" for name in dm.SORTS for sign in ("", "-")]
+
+
+#: The table's query parameters, with the bounds ``services.data_manager`` checks (a 400 outside them).
 FILTERS = [
     OpenApiParameter("search", str, description="Part of the image's or subject's own id, or the file name"),
-    OpenApiParameter("phase", int, description="Only images of this phase"),
-    OpenApiParameter("labeler", int, description="Only images assigned to this labeler (membership id)"),
+    OpenApiParameter("phase", _integer(1, _MAXIMA["phase"]), description="Only images of this phase"),
+    OpenApiParameter(
+        "labeler", _integer(1, _MAXIMA["labeler"]), description="Only images assigned to this labeler (membership id)"
+    ),
     OpenApiParameter("labeler_status", str, enum=list(dm.LABELER_STATUSES)),
-    OpenApiParameter("min_labels", int),
-    OpenApiParameter("max_labels", int),
+    OpenApiParameter("min_labels", _integer(0, 10**6)),
+    OpenApiParameter("max_labels", _integer(0, 10**6)),
     OpenApiParameter("near_consensus", bool, description="All valid values within one tone"),
     OpenApiParameter("review", str, enum=list(dm.REVIEW_STATES)),
-    OpenApiParameter("baseline_flag", str, description="A flag name, none (clean) or missing"),
+    OpenApiParameter(
+        "baseline_flag",
+        str,
+        enum=["none", "missing", *baseline_flag_names()],
+        description="A flag name, none (clean) or missing",
+    ),
     OpenApiParameter("excluded", bool, description="Excluded from the dataset by a lead (true) or not (false)"),
-    OpenApiParameter("attr", str, description="key:value (repeatable)"),
-    OpenApiParameter("ordering", str, description=f"One of {', '.join(dm.SORTS)}; prefix - for descending"),
-    OpenApiParameter("page", int),
-    OpenApiParameter("page_size", int, description=f"At most {dm.MAX_PAGE_SIZE}"),
+    OpenApiParameter(
+        "attr",
+        {"type": "string", "pattern": ATTRIBUTE_FILTER},
+        description="key:value (repeatable); the key: letters, digits and single _",
+    ),
+    OpenApiParameter("ordering", str, enum=_sorts(), description="prefix - for descending"),
+    OpenApiParameter("page", _integer(1, _MAXIMA["page"]), description="A page past the last: 404"),
+    OpenApiParameter("page_size", _integer(1, dm.MAX_PAGE_SIZE)),
 ]
+
+
+def _in_range(raw, name: str) -> bool:
+    """Whether ``raw`` is a value the document allows for ``name`` (then an error about it is a 404)."""
+    raw = (raw or "").strip()
+    return raw.isascii() and raw.isdigit() and 1 <= int(raw) <= _MAXIMA[name]
 
 
 class DataManagerViewSet(viewsets.GenericViewSet):
@@ -65,14 +104,23 @@ class DataManagerViewSet(viewsets.GenericViewSet):
         selectors.project_access(self.request.user, project, *roles)
         return project
 
-    @extend_schema(parameters=FILTERS, responses={200: dict})
+    @extend_schema(parameters=FILTERS, responses={200: OpenApiTypes.OBJECT})
     @action(detail=True, methods=["get"])
     def data(self, request, pk=None):
         """Every image of the project in one table: filtered, searched, sorted and paged in the database."""
         project = self._project(Membership.Role.LEAD, Membership.Role.REVIEWER)
-        return Response(dm.data_page(project, request.query_params))
+        try:
+            return Response(dm.data_page(project, request.query_params))
+        except DjangoValidationError as exc:
+            # A page past the last, a phase or a labeler of another project: not there (404), as on every
+            # paginated list and for every object named by its id; a malformed value stays a 400.
+            fields = set(getattr(exc, "error_dict", {}))
+            params = request.query_params
+            if fields and fields <= {"page", "phase", "labeler"} and all(_in_range(params.get(f), f) for f in fields):
+                raise NotFound(" ".join(m for f in sorted(fields) for m in exc.message_dict[f])) from None
+            raise
 
-    @extend_schema(request=DataBulkSerializer, responses={200: dict})
+    @extend_schema(request=DataBulkSerializer, responses={200: OpenApiTypes.OBJECT})
     @action(detail=True, methods=["post"], url_path="data/bulk")
     def data_bulk(self, request, pk=None):
         """A bulk action on chosen images, or on every image the filters match."""

@@ -19,6 +19,9 @@ from rest_framework.exceptions import NotFound
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 
+from metrics.gate import ATTRIBUTES as GATE_ATTRIBUTES
+from metrics.gate import FAIL_ON
+
 from ... import selectors
 from ...errors import error_fields
 from ...models import EvaluationGate, EvaluationRun, Membership, Project
@@ -27,6 +30,7 @@ from .releases import _file_response
 
 READERS = (Membership.Role.LEAD, Membership.Role.REVIEWER)
 _PROJECT = OpenApiParameter("project_pk", int, OpenApiParameter.PATH, description="Project id.")
+_RUN_ID = {"type": "integer", "minimum": 0}
 
 
 class EvaluationSerializer(serializers.ModelSerializer):
@@ -204,7 +208,7 @@ class EvaluationViewSet(_ProjectScoped):
                 "path", str, OpenApiParameter.PATH, description="report.json, report.html or figures/<name>.png|svg"
             )
         ],
-        responses={(200, "application/octet-stream"): OpenApiResponse(OpenApiTypes.BINARY)},
+        responses={(200, "*/*"): OpenApiResponse(OpenApiTypes.BINARY, description="The file, in its own media type.")},
     )
     def files(self, request, project_pk=None, pk=None, path=None):
         """A file of a finished run's report: report.json, report.html or a figure (PNG, SVG)."""
@@ -216,8 +220,22 @@ class EvaluationViewSet(_ProjectScoped):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("fail_on", str, many=True, description="Ad-hoc rule(s) instead of the project's gates."),
-            OpenApiParameter("max_score", str, many=True, description="Ad-hoc ATTR=VALUE bound(s)."),
+            OpenApiParameter(
+                "fail_on", str, many=True, enum=[*FAIL_ON], description="Ad-hoc rule(s) instead of the project's gates."
+            ),
+            OpenApiParameter(
+                "max_score",
+                {
+                    "type": "array",
+                    "items": {
+                        "type": "string",
+                        "pattern": rf"^\s*({'|'.join(GATE_ATTRIBUTES)})\s*=\s*[0-9]+(\.[0-9]+)?\s*$",
+                    },
+                },
+                explode=True,
+                style="form",
+                description=f"Ad-hoc ATTR=VALUE bound(s): ATTR one of {', '.join(GATE_ATTRIBUTES)}, VALUE a number.",
+            ),
         ],
         responses=OpenApiTypes.OBJECT,
     )
@@ -245,8 +263,8 @@ class EvaluationViewSet(_ProjectScoped):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("a", int, required=True, description="Run A (e.g. the current model)."),
-            OpenApiParameter("b", int, required=True, description="Run B (e.g. the candidate)."),
+            OpenApiParameter("a", _RUN_ID, required=True, description="Run A (e.g. the current model)."),
+            OpenApiParameter("b", _RUN_ID, required=True, description="Run B (e.g. the candidate)."),
         ],
         responses=OpenApiTypes.OBJECT,
     )

@@ -27,13 +27,22 @@ class ImageViewSet(viewsets.GenericViewSet, mixins.RetrieveModelMixin):
         return image
 
     @extend_schema(responses=s.LabelSerializer(many=True))
-    @action(detail=True, methods=["get"])
+    @action(detail=True, methods=["get"], pagination_class=None)
     def labels(self, request, pk=None):
         image = self._lead()
         labels = image.labels.select_related("labeler").order_by("phase_id", "labeler__pseudonym")
         return Response(s.LabelSerializer(labels, many=True).data)
 
-    @extend_schema(request=s.RelabelSerializer, responses={201: None})
+    @extend_schema(
+        request=s.RelabelSerializer,
+        responses={
+            201: {
+                "type": "object",
+                "properties": {"requested": {"type": "integer", "description": "Relabel requests made"}},
+                "required": ["requested"],
+            }
+        },
+    )
     @action(detail=True, methods=["post"])
     def relabel(self, request, pk=None):
         """Send this image back to chosen labelers (post-calibration)."""

@@ -21,13 +21,13 @@ class LabelViewSet(viewsets.GenericViewSet, mixins.RetrieveModelMixin):
         return label
 
     @extend_schema(responses=s.LabelRevisionSerializer(many=True))
-    @action(detail=True, methods=["get"])
+    @action(detail=True, methods=["get"], pagination_class=None)
     def revisions(self, request, pk=None):
         label = self.get_object()
         revisions = label.revisions.select_related("label__phase").order_by("number")
         return Response(s.LabelRevisionSerializer(revisions, many=True).data)
 
-    @extend_schema(request=s.CorrectionSerializer, responses=s.LabelRevisionSerializer)
+    @extend_schema(request=s.CorrectionSerializer, responses={201: s.LabelRevisionSerializer})
     @action(detail=True, methods=["post"])
     def corrections(self, request, pk=None):
         """Record a correction (a new revision with a reason); the labeler's answer is kept."""

@@ -1,7 +1,8 @@
 """``/api/phases/{id}/``: a phase for its lead (open, close, progress, reflections, review, label
 imports) and for its labelers (the next image, submitting answers, the reflection)."""
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, ValidationError
@@ -13,6 +14,80 @@ from ...models import Membership, Phase
 from ...services import labels as label_services
 from ...services import phases as phase_services
 from .. import serializers as s
+from .common import phase_for_role
+
+_IMAGE = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "integer"},
+        "width": {"type": "integer", "nullable": True},
+        "height": {"type": "integer", "nullable": True},
+        "display_url": {"type": "string"},
+    },
+    "required": ["id", "display_url"],
+}
+_ASSIGNMENT = {
+    "type": "object",
+    "nullable": True,
+    "properties": {
+        "id": {"type": "integer"},
+        "position": {"type": "integer"},
+        "kind": {"type": "string"},
+        "request_reason": {"type": "string"},
+        "image": _IMAGE,
+    },
+    "required": ["id", "position", "kind", "image"],
+}
+_MY_LABEL = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "integer"},
+        "image": {"type": "integer"},
+        "tones": {"type": "array", "items": {"type": "integer"}},
+        "value": {"type": "number", "nullable": True},
+        "uncertain": {"type": "boolean"},
+        "skip_reason": {"type": "string"},
+        "n_revisions": {"type": "integer"},
+        "updated_at": {"type": "string", "format": "date-time"},
+    },
+    "required": ["id", "image", "tones", "n_revisions"],
+}
+#: ``GET next/``: the labeler's next image, the one after it (to preload), and their progress.
+NEXT = {
+    "type": "object",
+    "properties": {
+        "phase": {
+            "type": "object",
+            "properties": {"id": {"type": "integer"}, "kind": {"type": "string"}, "status": {"type": "string"}},
+        },
+        "done": {"type": "integer"},
+        "total": {"type": "integer"},
+        "current": _ASSIGNMENT,
+        "preload": _ASSIGNMENT,
+    },
+    "required": ["phase", "done", "total", "current", "preload"],
+}
+#: ``GET labels/``: the labeler's own answers in this phase, in the order shown.
+MY_LABELS = {
+    "type": "array",
+    "items": {
+        "allOf": [
+            _MY_LABEL,
+            {"type": "object", "properties": {"position": {"type": "integer"}, "display_url": {"type": "string"}}},
+        ]
+    },
+}
+#: ``POST labels/``: the answer as stored, and the next images.
+SUBMITTED = {
+    "type": "object",
+    "properties": {
+        "label": _MY_LABEL,
+        "revision": {"type": "integer"},
+        "next": _ASSIGNMENT,
+        "preload": _ASSIGNMENT,
+    },
+    "required": ["label", "revision", "next", "preload"],
+}
 
 
 def assignment_payload(assignment) -> dict:
@@ -75,6 +150,7 @@ class PhaseViewSet(viewsets.GenericViewSet, mixins.RetrieveModelMixin):
     serializer_class = s.PhaseSerializer
     queryset = Phase.objects.select_related("project", "project__scale")
 
+    @extend_schema(responses=phase_for_role())
     def retrieve(self, request, *args, **kwargs):
         phase = self.get_object()
         if self.membership is not None and self.membership.role == Membership.Role.LABELER:
@@ -135,6 +211,10 @@ class PhaseViewSet(viewsets.GenericViewSet, mixins.RetrieveModelMixin):
         phase.refresh_from_db()
         return Response({**s.PhaseSerializer(phase).data, "assignments_added": added})
 
+    @extend_schema(
+        responses=OpenApiTypes.OBJECT,
+        description="A lead: every labeler's progress; a labeler: ``phase_id``, ``status`` and their own (``me``).",
+    )
     @action(detail=True, methods=["get"])
     def progress(self, request, pk=None):
         phase = self.get_object()
@@ -146,6 +226,7 @@ class PhaseViewSet(viewsets.GenericViewSet, mixins.RetrieveModelMixin):
         selectors.project_access(request.user, phase.project, Membership.Role.LEAD)
         return Response(report)
 
+    @extend_schema(responses={200: NEXT})
     @action(detail=True, methods=["get"])
     def next(self, request, pk=None):
         """My next image in this phase, the one after it (to preload), and my progress."""
@@ -162,8 +243,13 @@ class PhaseViewSet(viewsets.GenericViewSet, mixins.RetrieveModelMixin):
             }
         )
 
-    @extend_schema(request=s.LabelSubmitSerializer, responses=s.MyLabelSerializer)
-    @action(detail=True, methods=["get", "post"])
+    @extend_schema(methods=["GET"], responses={200: MY_LABELS})
+    @extend_schema(
+        methods=["POST"],
+        request=s.LabelSubmitSerializer,
+        responses={201: SUBMITTED, 200: OpenApiResponse(SUBMITTED, description="A changed answer, or a replay.")},
+    )
+    @action(detail=True, methods=["get", "post"], pagination_class=None)
     def labels(self, request, pk=None):
         """GET: my answers in this phase (in the order shown). POST: submit an answer (idempotent on client_id)."""
         phase, m = self._labeler()
@@ -227,7 +313,7 @@ class PhaseViewSet(viewsets.GenericViewSet, mixins.RetrieveModelMixin):
         return Response(s.ReflectionSerializer(reflection).data)
 
     @extend_schema(responses=s.ReflectionSerializer(many=True))
-    @action(detail=True, methods=["get"])
+    @action(detail=True, methods=["get"], pagination_class=None)
     def reflections(self, request, pk=None):
         """Every labeler's reflection, side by side (leads)."""
         phase = self._lead()
@@ -237,7 +323,7 @@ class PhaseViewSet(viewsets.GenericViewSet, mixins.RetrieveModelMixin):
         request={
             "multipart/form-data": {"type": "object", "properties": {"file": {"type": "string", "format": "binary"}}}
         },
-        responses={200: dict},
+        responses={200: OpenApiTypes.OBJECT},
     )
     @action(detail=True, methods=["post"], url_path="labels-import", parser_classes=[MultiPartParser])
     def labels_import(self, request, pk=None):
@@ -252,6 +338,7 @@ class PhaseViewSet(viewsets.GenericViewSet, mixins.RetrieveModelMixin):
             raise ValidationError({"file": "At most 50 MB."})
         return Response(labels_import(phase=phase, data=upload.read(), user=request.user))
 
+    @extend_schema(responses=OpenApiTypes.OBJECT)
     @action(detail=True, methods=["get"])
     def review(self, request, pk=None):
         """Images that look like mistakes (an outlying selection, skips, uncertain or invalid labels), each

@@ -14,6 +14,7 @@ from ...services import phases as phase_services
 from ...services import project_lifecycle
 from ...services import projects as project_services
 from .. import serializers as s
+from .common import ATTRIBUTE_FILTER, MAX_ID, phase_for_role
 from .imports import import_from_request
 
 
@@ -33,8 +34,10 @@ class ProjectViewSet(
         qs = selectors.projects_for(self.request.user).select_related("scale")
         if self.action == "list":
             # Archived projects are out of the default list; ?archived=true lists them instead.
-            archived = self.request.query_params.get("archived", "false").lower() in ("1", "true", "yes")
-            qs = qs.filter(archived_at__isnull=not archived)
+            raw = self.request.query_params.get("archived", "false").strip().lower()
+            if raw not in ("1", "true", "yes", "0", "false", "no"):
+                raise ValidationError({"archived": "true or false."})
+            qs = qs.filter(archived_at__isnull=raw not in ("1", "true", "yes"))
         return qs
 
     @extend_schema(
@@ -96,8 +99,9 @@ class ProjectViewSet(
         selectors.project_access(self.request.user, serializer.instance, Membership.Role.LEAD)
         serializer.instance = project_services.project_update(project=serializer.instance, **serializer.validated_data)
 
-    @extend_schema(request=s.MembershipCreateSerializer, responses=s.MembershipSerializer(many=True))
-    @action(detail=True, methods=["get", "post"])
+    @extend_schema(methods=["GET"], responses=s.MembershipSerializer(many=True))
+    @extend_schema(methods=["POST"], request=s.MembershipCreateSerializer, responses={201: s.MembershipSerializer})
+    @action(detail=True, methods=["get", "post"], pagination_class=None)
     def members(self, request, pk=None):
         project = self.get_object(Membership.Role.LEAD)
         if request.method == "GET":
@@ -110,8 +114,14 @@ class ProjectViewSet(
     @extend_schema(
         parameters=[
             OpenApiParameter("subject", str, description="Subject id"),
-            OpenApiParameter("attr", str, description="Attribute filter key:value, equality only (repeatable)"),
-            OpenApiParameter("phase", int, description="Only images of this phase"),
+            OpenApiParameter(
+                "attr",
+                {"type": "string", "pattern": ATTRIBUTE_FILTER},
+                description="Attribute filter key:value, equality only (repeatable); the key: letters, digits, single _",
+            ),
+            OpenApiParameter(
+                "phase", {"type": "integer", "minimum": 0, "maximum": MAX_ID}, description="Only images of this phase"
+            ),
             OpenApiParameter("search", str, description="Part of the image's own id or file name"),
         ],
         responses=s.ImageSerializer(many=True),
@@ -126,7 +136,7 @@ class ProjectViewSet(
             # The image's own id (as in the lead's manifest) or its file name.
             qs = qs.filter(Q(external_id__icontains=search) | Q(original_filename__icontains=search))
         if phase := request.query_params.get("phase"):
-            if not phase.isdigit():
+            if not (phase.isascii() and phase.isdigit()) or int(phase) > MAX_ID:
                 raise ValidationError({"phase": "A phase id."})
             qs = qs.filter(phase_images__phase_id=int(phase))
         filters = {}
@@ -149,12 +159,14 @@ class ProjectViewSet(
                     "files": {"type": "array", "items": {"type": "string", "format": "binary"}},
                     "archive": {"type": "string", "format": "binary"},
                     "manifest": {"type": "string", "format": "binary"},
-                    "folder": {"type": "string"},
+                    "folder": {"type": "string", "description": "A folder on the server (staff only)"},
                 },
             }
         },
-        responses=s.ImportBatchSerializer,
+        responses={201: s.ImportBatchSerializer},
+        methods=["POST"],
     )
+    @extend_schema(methods=["GET"], responses=s.ImportBatchSerializer(many=True))
     @action(detail=True, methods=["get", "post"], parser_classes=[MultiPartParser, FormParser, JSONParser])
     def imports(self, request, pk=None):
         """List imports, or import images: ``files`` (many), an ``archive`` (zip), or a ``manifest``
@@ -168,8 +180,11 @@ class ProjectViewSet(
         batch = import_from_request(project, request)
         return Response(s.ImportBatchSerializer(batch).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(responses=s.PhaseSerializer(many=True))
-    @action(detail=True, methods=["get"])
+    @extend_schema(
+        responses=phase_for_role(many=True),
+        description="A lead or reviewer sees every phase in full; a labeler, the phases they take part in, briefly.",
+    )
+    @action(detail=True, methods=["get"], pagination_class=None)
     def phases(self, request, pk=None):
         project = self.get_object()
         m = self.membership

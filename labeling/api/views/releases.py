@@ -16,12 +16,16 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 
 from ... import selectors
-from ...models import Membership, Project, Release
+from ...models import Membership, Phase, Project, Release
 from ...services import releases as release_services
+from ...services.releases.rules import MAX_MIN_VALID_LABELS
 from .. import serializers as s
 
 READERS = (Membership.Role.LEAD, Membership.Role.REVIEWER)
-_FILE = {(200, "application/octet-stream"): OpenApiResponse(OpenApiTypes.BINARY, description="The file.")}
+#: A release's file: CSV, JSON, Parquet, Markdown, an image... each with its own media type.
+_FILE = {(200, "*/*"): OpenApiResponse(OpenApiTypes.BINARY, description="The file, in its own media type.")}
+_ZIP = {(200, "application/zip"): OpenApiResponse(OpenApiTypes.BINARY, description="The release as one zip file.")}
+_KINDS = "|".join(Phase.Kind.values)
 _PROJECT = OpenApiParameter("project_pk", int, OpenApiParameter.PATH, description="Project id.")
 _VERSION = OpenApiParameter("version", int, OpenApiParameter.PATH, description="Release version (1, 2, ...).")
 _PATH = OpenApiParameter("path", str, OpenApiParameter.PATH, description="A file the release's manifest lists.")
@@ -29,8 +33,13 @@ _PATH = OpenApiParameter("path", str, OpenApiParameter.PATH, description="A file
 
 def _rule_from_query(params) -> dict:
     """The readiness rule from query parameters: phases, aggregation, tie, min_valid_labels, include_<category>."""
+    names = ("phases", "aggregation", "tie", "min_valid_labels")
+    # A parameter sent empty is a mistake to hear about, not the default (as the schema says).
+    empty = [n for n in (*names, *(f"include_{c}" for c in release_services.CATEGORIES)) if params.get(n) == ""]
+    if empty:
+        raise ValidationError(dict.fromkeys(empty, "Give a value, or leave the parameter out for the default."))
     rule = {}
-    for name in ("phases", "aggregation", "tie", "min_valid_labels"):
+    for name in names:
         if params.get(name, "") != "":
             rule[name] = params[name]
     include = {
@@ -116,7 +125,7 @@ class ReleaseViewSet(viewsets.GenericViewSet):
             raise NotFound("No such file in this release.")
         return _file_response(found, filename=path.rsplit("/", 1)[-1])
 
-    @extend_schema(parameters=[_VERSION], responses=_FILE)
+    @extend_schema(parameters=[_VERSION], responses=_ZIP)
     @action(detail=True, methods=["get"])
     def download(self, request, project_pk=None, version=None):
         """Download the release as one zip archive (published releases)."""
@@ -127,7 +136,12 @@ class ReleaseViewSet(viewsets.GenericViewSet):
         return _file_response(path, filename=path.name)
 
     @extend_schema(
-        parameters=[_VERSION, OpenApiParameter("against", int, required=True, description="The other version.")],
+        parameters=[
+            _VERSION,
+            OpenApiParameter(
+                "against", {"type": "integer", "minimum": 0}, required=True, description="The other version."
+            ),
+        ],
         responses=OpenApiTypes.OBJECT,
     )
     @action(detail=True, methods=["get"])
@@ -145,10 +159,17 @@ class ReleaseViewSet(viewsets.GenericViewSet):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("phases", str, description='"latest" (default) or phase kinds, comma-separated.'),
+            OpenApiParameter(
+                "phases",
+                {"type": "string", "pattern": f"^(latest|({_KINDS})(,({_KINDS}))*)$"},
+                description='"latest" (default) or phase kinds, comma-separated.',
+            ),
             OpenApiParameter("aggregation", str, enum=["mean", "median", "mode"]),
             OpenApiParameter("tie", str, enum=["lower", "higher", "nearest_mean"]),
-            OpenApiParameter("min_valid_labels", int),
+            OpenApiParameter(
+                "min_valid_labels",
+                {"type": "integer", "minimum": 1, "maximum": MAX_MIN_VALID_LABELS},
+            ),
             *[
                 OpenApiParameter(f"include_{category}", bool, description=description)
                 for category, description in release_services.CATEGORIES.items()

@@ -140,13 +140,14 @@ def baseline_parameters_validate(raw: Any) -> dict[str, Any]:
     clean: dict[str, Any] = {}
     for key, value in raw.items():
         if key == "fitzpatrick_mapping":
-            if value not in FITZPATRICK_MAPPINGS:
+            # A name: an object or a list is refused here (it is not hashable: ``in`` would raise).
+            if not isinstance(value, str) or value not in FITZPATRICK_MAPPINGS:
                 errors[key] = f"Choose one of: {', '.join(FITZPATRICK_MAPPINGS)}."
             else:
                 clean[key] = value
             continue
         if key == "skin_detector":
-            if value not in SKIN_DETECTORS:
+            if not isinstance(value, str) or value not in SKIN_DETECTORS:
                 errors[key] = f"Choose one of: {', '.join(SKIN_DETECTORS)}."
             else:
                 clean[key] = value

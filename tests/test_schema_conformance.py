@@ -1,0 +1,257 @@
+"""The OpenAPI document describes what the API does: schemathesis against the live schema.
+
+The schema is read from the app (``GET /api/schema/``, drf-spectacular) and every operation is
+sent requests that schemathesis generates from it, through the WSGI app, with a lead's token and
+with a labeler's token, on one small seeded project (images, an open phase with labels, a
+published release, an evaluation run and gate, a baseline, an import batch, a job). Each
+answer is checked:
+
+- ``not_a_server_error``: never a 5xx;
+- ``status_code_conformance``: the status code is one the operation documents;
+- ``content_type_conformance`` and ``response_schema_conformance``: the body is what the
+  document says for that status code;
+- ``positive_data_acceptance``, on reads (GET): a request the document calls valid is not refused
+  as malformed (400, 405, 415, 422; refusals of access, 401, 403 and 404, are allowed). Not on
+  changes: whether a change is accepted depends on the data's state and on rules across fields
+  and objects that a schema cannot say (a phase already open, a release that does not exist, a
+  labeler of another project, a wrong password); their 400s are documented as such;
+- ``negative_data_rejection``: a request the document calls invalid is refused (4xx).
+
+Path parameters are the seeded objects' ids (random ids would only ever reach 404), plus a few
+cases per operation with the generated ids, so the 404 answers are checked too. Each request runs
+in a savepoint rolled back after it, so a destructive operation (delete, archive, close) never
+takes the data the next one needs. Bounded for CI: a few examples per operation and mode,
+derandomized, no shrinking; ``FAIRTONE_SCHEMA_EXAMPLES`` raises the count for a deeper run.
+"""
+
+import io
+import os
+import re
+import time
+from collections import Counter, defaultdict
+
+import pytest
+import schemathesis
+from django.contrib.auth.models import Permission
+from django.core.cache import cache
+from django.core.files.base import ContentFile
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections, transaction
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis.errors import Unsatisfiable
+from schemathesis import GenerationMode
+from schemathesis.checks import not_a_server_error
+from schemathesis.core.failures import Failure, FailureGroup
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    negative_data_rejection,
+    positive_data_acceptance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+    positive_data_acceptance,
+    negative_data_rejection,
+]
+CHANGE_CHECKS = [check for check in CHECKS if check is not positive_data_acceptance]
+
+#: Examples per operation, role and mode: valid data on the seeded objects, invalid data on them,
+#: and valid data on generated (unknown) ids.
+EXAMPLES = int(os.environ.get("FAIRTONE_SCHEMA_EXAMPLES", "0")) or None
+POSITIVE, NEGATIVE, UNKNOWN_IDS = (EXAMPLES or 5), (EXAMPLES or 3), (EXAMPLES and EXAMPLES // 2 or 1)
+
+
+VERBOSE = bool(os.environ.get("FAIRTONE_SCHEMA_VERBOSE"))
+
+
+def build_world() -> dict:
+    from labeling.models import EvaluationGate, EvaluationRun, ImageBaseline, Job, Subject
+    from labeling.services import baselines as baseline_services
+    from labeling.services import releases as release_services
+    from labeling.services.imports import import_files
+    from tests.factories import MembershipFactory, ProjectFactory, UserFactory, make_image, png_bytes
+    from tests.labeling.helpers import open_calibration_1, submit
+
+    lead = UserFactory(username="schema-lead")
+    lead.user_permissions.add(Permission.objects.get(codename="add_project", content_type__app_label="labeling"))
+    labeler_user = UserFactory(username="schema-labeler")
+    project = ProjectFactory(created_by=lead)
+    labeler = MembershipFactory(project=project, user=labeler_user, pseudonym="L1")
+    helpers = [MembershipFactory(project=project, pseudonym=f"L{i}") for i in (2, 3)]
+    files = [(f"s{i}.png", io.BytesIO(png_bytes(colour=(30 * i, 120, 80)))) for i in range(1, 7)]
+    batch = import_files(project=project, files=files, user=lead)
+    phase = open_calibration_1(project, size=6, cal1=6, labels_per_image=3)
+    for m in helpers:
+        for tone, a in enumerate(phase.assignments.filter(labeler=m).order_by("position"), start=3):
+            submit(phase, m, a.image_id, tones=[tone])
+    # The labeler has answered half of their images: the phase still has work for them.
+    mine = list(phase.assignments.filter(labeler=labeler).order_by("position"))
+    for a in mine[: len(mine) // 2]:
+        submit(phase, labeler, a.image_id, tones=[4])
+    label = phase.labels.filter(labeler=labeler).order_by("id").first()
+    image = label.image
+    job = Job.objects.create(project=project, kind=Job.Kind.BASELINE, status=Job.Status.DONE, total=1, done=1)
+    parameters = baseline_services.baseline_parameters_effective(project)
+    ImageBaseline.objects.create(
+        image=image,
+        parameters=parameters,
+        parameters_hash=baseline_services.baseline_parameters_hash(parameters),
+        code_version=baseline_services.BASELINE_CODE_VERSION,
+        status=ImageBaseline.Status.OK,
+        ita_median=40.0,
+        lightness_median=60.0,
+        b_median=20.0,
+        albedo=0.3,
+        albedo_normalized=0.35,
+        ita_class="intermediate",
+        overlay=ContentFile(png_bytes(), name="schema-overlay.png"),
+        job=job,
+    )
+    release = release_services.release_request(
+        project=project,
+        user=lead,
+        rule={"include": dict.fromkeys(release_services.CATEGORIES, True)},
+        card_text={name: f"The {name}." for name in release_services.CARD_FIELDS},
+    )
+    assert release_services.release_build(release).status == "published"
+    run = EvaluationRun.objects.create(
+        project=project, release=release, name="model A", status=EvaluationRun.Status.DONE, report={"summary": []}
+    )
+    gate = EvaluationGate.objects.create(project=project, name="strict", rules={"fail_on": ["significant"]})
+    # An {id} is the object of the segment before it; other path parameters by name.
+    ids = {
+        "projects": project.pk,
+        "images": image.pk,
+        "phases": phase.pk,
+        "labels": label.pk,
+        "imports": batch.pk,
+        "jobs": job.pk,
+        "scales": project.scale_id,
+        "evaluations": run.pk,
+        "evaluation-gates": gate.pk,
+    }
+    # A subject of its own (one image outside the phase) for the erasure: it takes nothing the others need.
+    subject = Subject.objects.create(project=project, external_id="schema-erase")
+    make_image(project, colour=(9, 9, 9), subject=subject)
+    named = {
+        "project_pk": project.pk,
+        "version": release.version,
+        "path": "images.csv",
+        "external_id": subject.external_id,
+    }
+    return {"users": {"lead": lead, "labeler": labeler_user}, "ids": ids, "named": named}
+
+
+def path_parameters(path: str, world: dict) -> dict:
+    values = {}
+    for previous, name in re.findall(r"([\w-]+)/\{(\w+)\}", path):
+        values[name] = world["ids"][previous] if name == "id" else world["named"][name]
+    return values
+
+
+@pytest.fixture
+def wsgi_app():
+    """Django's WSGI app, in this thread and this test's transaction (as Django's test client does it)."""
+    from django.core.wsgi import get_wsgi_application
+
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    try:
+        yield get_wsgi_application()
+    finally:
+        request_started.connect(close_old_connections)
+        request_finished.connect(close_old_connections)
+
+
+def _failure_line(failure: Failure) -> str:
+    message = " ".join(str(failure.message).split())
+    return f"{failure.title}: {message[:160]}"
+
+
+@pytest.mark.django_db
+def test_the_api_answers_as_its_schema_says(wsgi_app):
+    from rest_framework.authtoken.models import Token
+
+    started = time.monotonic()
+    world = build_world()
+    schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", wsgi_app)
+    tokens = {role: Token.objects.get_or_create(user=user)[0].key for role, user in world["users"].items()}
+    failures: dict[tuple[str, str], Counter] = defaultdict(Counter)
+    examples = Counter()
+    statuses = Counter()
+    operations = []
+
+    def run(operation, role: str, mode: GenerationMode, n: int, fixed: dict | None) -> None:
+        strategy = operation.as_strategy(generation_mode=mode, path_parameters=fixed)
+        headers = {"Authorization": f"Token {tokens[role]}"}
+        checks = CHECKS if operation.method.upper() == "GET" else CHANGE_CHECKS
+
+        @settings(
+            max_examples=n,
+            deadline=None,
+            derandomize=True,
+            database=None,
+            phases=[Phase.explicit, Phase.generate],
+            suppress_health_check=list(HealthCheck),
+        )
+        @given(case=strategy)
+        def one(case):
+            cache.clear()
+            examples[role] += 1
+            with transaction.atomic():
+                try:
+                    response = case.call(headers=headers)
+                    statuses[response.status_code] += 1
+                    case.validate_response(response, checks=checks, headers=headers)
+                except (FailureGroup, Failure) as exc:
+                    group = exc.exceptions if isinstance(exc, FailureGroup) else [exc]
+                    detail = ""
+                    if VERBOSE:
+                        detail = f" <- {case.query} {str(case.body)[:150]} -> {response.content[:200]!r}"
+                    for failure in group:
+                        failures[(operation.label, role)][_failure_line(failure) + detail] += 1
+                finally:
+                    transaction.set_rollback(True)
+
+        try:
+            one()
+        except Unsatisfiable:
+            pass  # nothing to make invalid but the fixed path parameters
+
+    seeded = time.monotonic() - started
+    timings = Counter()
+    for result in schema.get_all_operations():
+        operation = result.ok()
+        operations.append(operation.label)
+        fixed = path_parameters(operation.path, world)
+        t0 = time.monotonic()
+        for role in tokens:
+            run(operation, role, GenerationMode.POSITIVE, POSITIVE, fixed)
+            if len(operation.query) or len(operation.body):
+                run(operation, role, GenerationMode.NEGATIVE, NEGATIVE, fixed)
+            if fixed:
+                run(operation, role, GenerationMode.POSITIVE, UNKNOWN_IDS, None)
+        timings[operation.label] = time.monotonic() - t0
+
+    elapsed = time.monotonic() - started
+    summary = (
+        f"{len(operations)} operations, {sum(examples.values())} requests ({dict(examples)}), "
+        f"statuses {dict(sorted(statuses.items()))}, {elapsed:.0f} s (seeding {seeded:.0f} s)"
+    )
+    if VERBOSE:
+        summary += "\nslowest: " + ", ".join(f"{label} {t:.1f} s" for label, t in timings.most_common(12))
+    print(summary)
+    report = [
+        f"{label} [{role}] x{count}: {line}"
+        for (label, role), lines in sorted(failures.items())
+        for line, count in lines.items()
+    ]
+    if os.environ.get("FAIRTONE_SCHEMA_REPORT"):
+        with open(os.environ["FAIRTONE_SCHEMA_REPORT"], "w") as out:
+            out.write(summary + "\n" + "\n".join(report) + "\n")
+    assert not report, f"{len(report)} kinds of failure; {summary}\n" + "\n".join(report)
