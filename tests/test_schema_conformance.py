@@ -255,3 +255,35 @@ def test_the_api_answers_as_its_schema_says(wsgi_app):
         with open(os.environ["FAIRTONE_SCHEMA_REPORT"], "w") as out:
             out.write(summary + "\n" + "\n".join(report) + "\n")
     assert not report, f"{len(report)} kinds of failure; {summary}\n" + "\n".join(report)
+
+
+def test_every_operation_documents_the_errors_it_can_answer():
+    """The error answers come from the same few places for every view (``labeling.api.schema``)."""
+    from drf_spectacular.generators import SchemaGenerator
+
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            codes = set(operation["responses"])
+            where = f"{method.upper()} {path}"
+            assert "503" in codes and "Retry-After" in operation["responses"]["503"]["headers"], where
+            assert {"401", "403"} <= codes, where  # the token endpoint too: a bad token, a session without CSRF
+            if "{" in path:
+                assert "404" in codes, where
+            if "requestBody" in operation:
+                assert {"400", "415"} <= codes, where
+    token = schema["paths"]["/api/auth/token/"]["post"]["responses"]
+    assert {"200", "400", "429"} <= set(token)
+
+
+def test_a_request_django_refuses_is_a_json_400_under_the_api(project, client_for):
+    """Too many form fields (``SuspiciousOperation``): Django's 400, as JSON like every API answer."""
+    from django.conf import settings as django_settings
+
+    api = client_for(project.created_by)
+    body = "&".join(f"f{i}=1" for i in range(django_settings.DATA_UPLOAD_MAX_NUMBER_FIELDS + 1))
+    response = api.post(
+        f"/api/projects/{project.pk}/data/bulk/", body, content_type="application/x-www-form-urlencoded"
+    )
+    assert response.status_code == 400
+    assert response["Content-Type"] == "application/json" and response.json()["detail"]
