@@ -54,25 +54,26 @@ def _integer(minimum: int, maximum: int) -> dict:
 
 
 def _sorts() -> list[str]:
-    return [f"{sign}{name}" for name in dm.SORTS for sign in ("", "-")]
+    return ["", *(f"{sign}{name}" for name in dm.SORTS for sign in ("", "-"))]
 
 
-#: The table's query parameters, with the bounds ``services.data_manager`` checks (a 400 outside them).
+#: The table's query parameters, with the bounds ``services.data_manager`` checks (a 400 outside them);
+#: a choice sent empty is no choice (as the page's own form sends it).
 FILTERS = [
     OpenApiParameter("search", str, description="Part of the image's or subject's own id, or the file name"),
     OpenApiParameter("phase", _integer(1, _MAXIMA["phase"]), description="Only images of this phase"),
     OpenApiParameter(
         "labeler", _integer(1, _MAXIMA["labeler"]), description="Only images assigned to this labeler (membership id)"
     ),
-    OpenApiParameter("labeler_status", str, enum=list(dm.LABELER_STATUSES)),
+    OpenApiParameter("labeler_status", str, enum=["", *dm.LABELER_STATUSES]),
     OpenApiParameter("min_labels", _integer(0, 10**6)),
     OpenApiParameter("max_labels", _integer(0, 10**6)),
     OpenApiParameter("near_consensus", bool, description="All valid values within one tone"),
-    OpenApiParameter("review", str, enum=list(dm.REVIEW_STATES)),
+    OpenApiParameter("review", str, enum=["", *dm.REVIEW_STATES]),
     OpenApiParameter(
         "baseline_flag",
         str,
-        enum=["none", "missing", *baseline_flag_names()],
+        enum=["", "none", "missing", *baseline_flag_names()],
         description="A flag name, none (clean) or missing",
     ),
     OpenApiParameter("excluded", bool, description="Excluded from the dataset by a lead (true) or not (false)"),
