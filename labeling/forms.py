@@ -88,8 +88,9 @@ class MemberForm(forms.Form):
         required=False,
         max_length=254,
         label="Email (recommended)",
-        help_text="For a new person: with it they can reset a forgotten password themselves; without it, only an "
-        "administrator can. They can change it on their account page.",
+        help_text="For a new person: with it they can reset a forgotten password themselves (and you can mail "
+        "them a reset link from this page); you can add one later if it is left empty. They can change it on "
+        "their account page.",
         error_messages={"invalid": "Give an email address such as name@example.org (or leave it empty)."},
     )
     role = forms.ChoiceField(choices=Membership.Role.choices, initial=Membership.Role.LABELER)
