@@ -21,18 +21,13 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-import psycopg
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-SERVER = "postgres://postgres@127.0.0.1:5432"
+sys.path.insert(0, str(ROOT / "bench"))
+from _pg_study import SERVER, study_load  # noqa: E402
+from _pg_study import admin as _admin  # noqa: E402
+
 DB_NAME = "fairtone_bench"
-
-
-def _admin(sql: str) -> None:
-    with psycopg.connect(f"{SERVER}/postgres", autocommit=True) as conn:
-        conn.execute(sql)
 
 
 def _timed(function, repeat: int) -> list[float]:
@@ -56,111 +51,19 @@ def main(n_images: int = 100_000, n_labelers: int = 4) -> None:
     import django
 
     django.setup()
-    from django.contrib.auth import get_user_model
     from django.core.cache import cache
     from django.core.management import call_command
-    from django.db import connection
     from django.test import Client
     from django.utils import timezone
 
-    from labeling.models import Label, Membership, Phase, Scale
+    from labeling.models import Label
     from labeling.services import consensus as svc
-    from labeling.services.projects import project_create
-    from labeling.services.scales import scales_ensure_builtin
 
     try:
         start = time.perf_counter()
         call_command("migrate", verbosity=0)
-        scales_ensure_builtin()
-        user_model = get_user_model()
-        lead = user_model.objects.create_user("lead", password="bench-pass-123")
-        project = project_create(
-            name="bench", scale=Scale.objects.get(kind=Scale.Kind.MONK, is_builtin=True), created_by=lead
-        )
-        labelers = [
-            Membership.objects.create(
-                project=project,
-                user=user_model.objects.create_user(f"labeler{i}"),
-                role=Membership.Role.LABELER,
-                pseudonym=f"L{i}",
-            )
-            for i in range(1, n_labelers + 1)
-        ]
-        main_phase = project.phases.get(kind=Phase.Kind.MAIN)
-        now = timezone.now()
-        rng = np.random.default_rng(0)
-        with connection.cursor() as cursor:
-            raw = cursor.cursor  # the psycopg cursor, for COPY
-            with raw.copy(
-                "COPY labeling_image (project_id, external_id, original, original_filename, sha256, file_size,"
-                " format, source_mode, exif_orientation, width, height, attributes, mask, mask_kind, display,"
-                " thumbnail, derivative_status, derivative_error, is_synthetic, created_at) FROM STDIN"
-            ) as copy:
-                for i in range(n_images):
-                    copy.write_row(
-                        (
-                            project.id,
-                            f"img{i:06d}",
-                            f"bench/dummy{i}.jpg",
-                            f"dummy{i}.jpg",
-                            f"{i:064x}",
-                            1000,
-                            "JPEG",
-                            "RGB",
-                            1,
-                            640,
-                            480,
-                            "{}",
-                            "",
-                            "",
-                            "",
-                            "",
-                            "ready",
-                            "",
-                            True,
-                            now,
-                        )
-                    )
-            raw.execute("SELECT id FROM labeling_image WHERE project_id = %s ORDER BY id", [project.id])
-            image_ids = [row[0] for row in raw.fetchall()]
-            truth = rng.integers(1, 11, size=n_images)
-            noise = rng.choice([-2, -1, 0, 0, 0, 1, 2], size=(n_labelers, n_images))
-            tones = np.clip(truth + noise, 1, 10)
-            pair = (rng.random(tones.shape) < 0.1) & (tones < 10)
-            skip = rng.random(tones.shape) < 0.02
-            uncertain = rng.random(tones.shape) < 0.1
-            ms = rng.integers(2000, 12000, size=tones.shape)
-            with raw.copy(
-                "COPY labeling_label (phase_id, image_id, labeler_id, is_repeat, tone_low, tone_high, value,"
-                " uncertain, skip_reason, is_valid, n_revisions, time_spent_ms, created_at, updated_at) FROM STDIN"
-            ) as copy:
-                for k, labeler in enumerate(labelers):
-                    for i, image_id in enumerate(image_ids):
-                        if skip[k, i]:
-                            row = (None, None, None, "no skin visible")
-                        else:
-                            low = int(tones[k, i])
-                            high = low + 1 if pair[k, i] else None
-                            row = (low, high, low + 0.5 if high else float(low), "")
-                        copy.write_row(
-                            (
-                                main_phase.id,
-                                image_id,
-                                labeler.id,
-                                False,
-                                row[0],
-                                row[1],
-                                row[2],
-                                bool(uncertain[k, i]),
-                                row[3],
-                                True,
-                                1,
-                                int(ms[k, i]),
-                                now,
-                                now,
-                            )
-                        )
-            raw.execute("ANALYZE labeling_label")
+        # The same study as bench/bench_lead_pages.py (bench/_pg_study.py: images, labels, baselines by COPY).
+        lead, project, main_phase = study_load(n_images, n_labelers)
         n_labels = main_phase.labels.count()
         print(f"set-up: {n_images:,} images, {n_labels:,} labels in {time.perf_counter() - start:.1f} s (COPY)")
 

@@ -5,6 +5,7 @@ Submissions are idempotent on the client's own id (``client_id``): a retried
 or doubled submit returns the revision stored the first time.
 """
 
+import functools
 import uuid
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -169,6 +170,20 @@ def _existing_revision(client_id, user) -> LabelRevision | None:
     return revision
 
 
+def _then_precompute(function):
+    """A stored answer (not a replay) has the worker precompute the lead's pages once it commits."""
+
+    @functools.wraps(function)
+    def wrapper(*, phase: Phase, **kwargs) -> LabelRevision:
+        revision = function(phase=phase, **kwargs)
+        if not getattr(revision, "replayed", False):
+            queue.precompute_schedule_on_commit(phase.project_id)
+        return revision
+
+    return wrapper
+
+
+@_then_precompute
 def label_submit(
     *,
     phase: Phase,
@@ -191,37 +206,6 @@ def label_submit(
     the worker precompute the lead's pages (``services.precompute``; nothing with jobs run
     in-process).
     """
-    revision = _label_store(
-        phase=phase,
-        labeler=labeler,
-        image_id=image_id,
-        client_id=client_id,
-        tones=tones,
-        uncertain=uncertain,
-        skip_reason=skip_reason,
-        time_spent_ms=time_spent_ms,
-        tone_order=tone_order,
-        client_info=client_info,
-    )
-    if not getattr(revision, "replayed", False):
-        queue.precompute_schedule_on_commit(phase.project_id)
-    return revision
-
-
-def _label_store(
-    *,
-    phase: Phase,
-    labeler: Membership,
-    image_id: int,
-    client_id: uuid.UUID | str,
-    tones: list | None = None,
-    uncertain: bool = False,
-    skip_reason: str = "",
-    time_spent_ms: int = 0,
-    tone_order: list | None = None,
-    client_info: dict | None = None,
-) -> LabelRevision:
-    """The body of :func:`label_submit`."""
     try:
         client_id = uuid.UUID(str(client_id))
     except ValueError:
