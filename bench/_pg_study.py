@@ -23,6 +23,19 @@ def admin(sql: str) -> None:
         conn.execute(sql)
 
 
+def database_fresh(name: str) -> None:
+    """Drop and create the database ``name``, point Django at it (test settings) and set Django up."""
+    import os
+
+    admin(f"DROP DATABASE IF EXISTS {name}")
+    admin(f"CREATE DATABASE {name}")
+    os.environ["DATABASE_URL"] = f"{SERVER}/{name}"
+    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings.test"
+    import django
+
+    django.setup()
+
+
 def study_load(n_images: int, n_labelers: int = 4, seed: int = 0):
     from django.contrib.auth import get_user_model
     from django.db import connection

@@ -24,8 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
-from _pg_study import SERVER, study_load  # noqa: E402
 from _pg_study import admin as _admin  # noqa: E402
+from _pg_study import database_fresh, study_load  # noqa: E402
 
 DB_NAME = "fairtone_bench"
 
@@ -44,13 +44,7 @@ def _fmt(times: list[float]) -> str:
 
 
 def main(n_images: int = 100_000, n_labelers: int = 4) -> None:
-    _admin(f"DROP DATABASE IF EXISTS {DB_NAME}")
-    _admin(f"CREATE DATABASE {DB_NAME}")
-    os.environ["DATABASE_URL"] = f"{SERVER}/{DB_NAME}"
-    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings.test"
-    import django
-
-    django.setup()
+    database_fresh(DB_NAME)
     from django.core.cache import cache
     from django.core.management import call_command
     from django.test import Client

@@ -133,16 +133,10 @@ def main_demo(precomputed: bool = False) -> None:
 
 def main_big(n_images: int, precomputed: bool = False) -> None:
     sys.path.insert(0, str(ROOT / "bench"))
-    from _pg_study import SERVER, admin, study_load
+    from _pg_study import admin, database_fresh, study_load
 
     db_name = "fairtone_bench_lead"
-    admin(f"DROP DATABASE IF EXISTS {db_name}")
-    admin(f"CREATE DATABASE {db_name}")
-    os.environ["DATABASE_URL"] = f"{SERVER}/{db_name}"
-    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings.test"
-    import django
-
-    django.setup()
+    database_fresh(db_name)
     from django.core.management import call_command
     from django.test import Client
 

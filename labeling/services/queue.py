@@ -57,8 +57,9 @@ def _send(task_name: str, args, countdown: float | None = None) -> None:
         current_app.tasks[task_name].delay(*args)
 
 
-def enqueue(task_name: str, *args) -> None:
-    """Send the task ``task_name`` with ``args`` now (run it now when there is no broker).
+def enqueue(task_name: str, *args, countdown: float | None = None) -> None:
+    """Send the task ``task_name`` with ``args`` now, or to run ``countdown`` seconds from now (run it now
+    when there is no broker).
 
     Uses the task object from the registry rather than ``send_task``: ``send_task``
     ignores ``task_always_eager``, ``Task.delay`` honours it.
@@ -76,7 +77,7 @@ def enqueue(task_name: str, *args) -> None:
 
     current_app.tasks[task_name]  # unknown names raise here, never end up pending
     try:
-        _send(task_name, args)
+        _send(task_name, args, countdown=countdown)
     except BROKER_ERRORS as exc:
         PendingTask.objects.create(name=task_name, args=list(args), attempts=1, last_error=type(exc).__name__)
         logger.warning("broker unreachable (%s): %s recorded to be sent later", type(exc).__name__, task_name)
@@ -132,16 +133,10 @@ def enqueue_debounced(task_name: str, key: str, delay: float, *args) -> bool:
     """
     from django.core.cache import cache
 
-    from ..models import PendingTask
-
-    current_app.tasks[task_name]
+    current_app.tasks[task_name]  # unknown names raise before the window opens
     if not cache.add(f"debounce:{key}", True, max(1, int(delay))):
         return False
-    try:
-        _send(task_name, args, countdown=delay)
-    except BROKER_ERRORS as exc:
-        PendingTask.objects.create(name=task_name, args=list(args), attempts=1, last_error=type(exc).__name__)
-        logger.warning("broker unreachable (%s): %s recorded to be sent later", type(exc).__name__, task_name)
+    enqueue(task_name, *args, countdown=delay)
     return True
 
 
