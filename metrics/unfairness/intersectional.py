@@ -485,26 +485,36 @@ def describe_finding(
         Names of the clustering features, in order.
     categorical : dict of str to array, optional
         Other per-sample attributes (e.g. pose, gender): the most common value among the
-        members is named with its share.
+        members is named with its share in the region and in all samples, so that a value that
+        merely reflects the data (29% of the region, 25% of all) is not read as what the
+        region is; when no value reaches half of the region, the attribute is called mixed.
 
     Returns
     -------
     str
-        E.g. ``"side pose (92%), skin_tone 8-10, body_shape 0.31-0.38"``.
+        E.g. ``"pose side (92%; 40% overall), skin_tone 8-10, body_shape 0.31-0.38"``.
 
     Examples
     --------
     >>> f = ClusterFinding(np.array([0, 1, 2]), 5, 0.03, (-0.1, -0.01), ((8.0, 10.0), (0.31, 0.38)), 2.4, 0.9)
-    >>> describe_finding(f, ["skin_tone", "body_shape"], {"pose": np.array(["side", "side", "front", "side"])})
-    'pose side (67%), skin_tone 8-10, body_shape 0.31-0.38'
+    >>> describe_finding(f, ["skin_tone", "body_shape"], {"pose": np.array(["side", "side", "front", "front"])})
+    'pose side (67%; 50% overall), skin_tone 8-10, body_shape 0.31-0.38'
+    >>> describe_finding(f, ["skin_tone", "body_shape"], {"pose": np.array(["a", "b", "c", "a"])})
+    'pose mixed (most common a, 33%; 50% overall), skin_tone 8-10, body_shape 0.31-0.38'
     """
     parts = []
     for name, column in (categorical or {}).items():
-        values = np.asarray(column, dtype=object)[finding.members]
+        everyone = np.asarray(column, dtype=object).astype(str)
+        values = everyone[finding.members]
         if values.size:
-            kinds, counts = np.unique(values.astype(str), return_counts=True)
+            kinds, counts = np.unique(values, return_counts=True)
             top = int(np.argmax(counts))
-            parts.append(f"{name} {kinds[top]} ({counts[top] / values.size:.0%})")
+            share = counts[top] / values.size
+            overall = float(np.mean(everyone == kinds[top]))
+            if share > 0.5:
+                parts.append(f"{name} {kinds[top]} ({share:.0%}; {overall:.0%} overall)")
+            else:
+                parts.append(f"{name} mixed (most common {kinds[top]}, {share:.0%}; {overall:.0%} overall)")
     for name, (low, high) in zip(feature_names, finding.feature_ranges, strict=True):
         parts.append(f"{name} {low:.3g}" if low == high else f"{name} {low:.3g}-{high:.3g}")
     return ", ".join(parts)

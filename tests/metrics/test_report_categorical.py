@@ -214,7 +214,7 @@ def test_planted_intersectional_region_is_one_body_shape(tmp_path):
     inter = _report(tmp_path)["intersectional"]
     assert inter["significant"] is True and inter["findings"]
     for finding in inter["findings"]:
-        assert finding["description"].startswith("body_shape heavy (100%)")
+        assert finding["description"].startswith("body_shape heavy (100%; ")
         assert set(finding["members"]) <= set(attributes.loc[dark_heavy, "image_id"])
 
 

@@ -221,7 +221,8 @@ def test_intersectional_null_rate_and_planted_region():
     assert all(f.feature_ranges[1][0] >= 6.5 for f in result.findings)
     assert top.n_eps == max(f.n_eps for f in result.findings) and 0 < top.consistency <= 1
     text = describe_finding(top, ["body_shape", "skin_tone"], {"pose": np.where(features[:, 1] > 0, "side", "front")})
-    assert text.startswith("pose side (100%), body_shape") and "skin_tone 6.75" in text
+    assert text.startswith("pose side (100%; "), text
+    assert "overall), body_shape" in text and "skin_tone 6.75" in text
 
 
 # ------------------------------------------------------------------ label uncertainty
