@@ -3,7 +3,8 @@
 drf-spectacular documents the answer a view gives when all goes well; the errors come from the
 same few places for every view, so they are documented here, from what the view is:
 
-- 400 ``ValidationError``: a request body or query parameters that the view validates, and any
+- 400 ``ValidationError``: a request body or query parameters that the view validates (a ``page`` that is
+  not a whole number from 1 up: ``labeling.api.pagination``), and any
   change (POST, PUT, PATCH, DELETE) a service may refuse for the state of the data (a closed
   phase, a published release); per field (``{"field": ["message"]}``) or ``{"detail": "..."}``
   (``labeling.api.errors``);

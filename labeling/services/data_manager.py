@@ -159,10 +159,10 @@ def _int_param(params, name: str, *, minimum: int = 0, maximum: int = 10**6) -> 
     raw = (params.get(name) or "").strip()
     if not raw:
         return None
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValidationError({name: "A whole number."}) from None
+    # Digits only (int() would also take "+2", "1_000" and other scripts' digits).
+    if not (raw.isascii() and raw.removeprefix("-").isdigit()):
+        raise ValidationError({name: "A whole number."})
+    value = int(raw)
     if not minimum <= value <= maximum:
         raise ValidationError({name: f"Between {minimum} and {maximum}."})
     return value

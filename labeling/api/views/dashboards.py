@@ -20,6 +20,7 @@ from ... import selectors
 from ...models import ImageBaseline, Membership, Project
 from ...services import baselines as baseline_services
 from ...services import consensus as consensus_services
+from ..pagination import PAGE_DESCRIPTION, PAGE_SCHEMA
 from ..serializers import JobSerializer
 
 _PHASE = OpenApiParameter("phase", int, description="Phase id (default: main, else the latest phase with labels).")
@@ -99,7 +100,7 @@ class ProjectDashboardViewSet(viewsets.GenericViewSet):
             OpenApiParameter("n_unique", {"type": "integer", "minimum": 0}),
             OpenApiParameter("min_labels", {"type": "integer", "minimum": 0}, description="valid labels"),
             OpenApiParameter("ordering", str, enum=_consensus_sorts(), description="'-' for descending."),
-            OpenApiParameter("page", {"type": "integer", "minimum": 1}),
+            OpenApiParameter("page", PAGE_SCHEMA, description=PAGE_DESCRIPTION),
         ],
         responses={200: OpenApiTypes.OBJECT},
     )
@@ -137,7 +138,7 @@ class ProjectDashboardViewSet(viewsets.GenericViewSet):
             ),
             OpenApiParameter("status", str, enum=["", *ImageBaseline.Status.values]),
             OpenApiParameter("parameters_hash", str, description="Results of these parameters, not the current ones"),
-            OpenApiParameter("page", {"type": "integer", "minimum": 1}),
+            OpenApiParameter("page", PAGE_SCHEMA, description=PAGE_DESCRIPTION),
         ],
         responses=OpenApiTypes.OBJECT,
     )

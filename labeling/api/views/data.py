@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from ... import selectors
 from ...models import Membership, Project
 from ...services import data_manager as dm
+from ..pagination import MAX_PAGE, PAGE_DESCRIPTION
 from .common import ATTRIBUTE_FILTER, MAX_ID, baseline_flag_names
 
 
@@ -46,7 +47,7 @@ class DataBulkSerializer(serializers.Serializer):
         return data
 
 
-_MAXIMA = {"page": 10**7, "phase": 2**62, "labeler": 2**62}
+_MAXIMA = {"page": MAX_PAGE, "phase": 2**62, "labeler": 2**62}
 
 
 def _integer(minimum: int, maximum: int) -> dict:
@@ -83,8 +84,12 @@ FILTERS = [
         description="key:value (repeatable); the key: letters, digits and single _",
     ),
     OpenApiParameter("ordering", str, enum=_sorts(), description="prefix - for descending"),
-    OpenApiParameter("page", _integer(1, _MAXIMA["page"]), description="A page past the last: 404"),
-    OpenApiParameter("page_size", _integer(1, dm.MAX_PAGE_SIZE)),
+    OpenApiParameter("page", _integer(1, _MAXIMA["page"]), description=PAGE_DESCRIPTION),
+    OpenApiParameter(
+        "page_size",
+        _integer(1, dm.MAX_PAGE_SIZE),
+        description=f"Rows a page ({dm.PAGE_SIZE} when absent or empty); outside 1 to {dm.MAX_PAGE_SIZE}: 400.",
+    ),
 ]
 
 
