@@ -150,6 +150,31 @@ def test_entries_are_never_changed_or_deleted(project, lead):
     assert AuditEntry.objects.get(pk=entry.pk).action == "project.create"
 
 
+def test_the_database_refuses_to_change_or_delete_an_entry(project, lead):
+    """Raw SQL past the app (another program, a bug, a console): the migration's triggers refuse it, on SQLite
+    and on PostgreSQL alike (CI runs this on both). Adding entries stays allowed."""
+    from django.db import IntegrityError, connection
+
+    entry = AuditEntry.objects.filter(project_id=project.pk).first()
+    table = AuditEntry._meta.db_table
+    attempts = [
+        (f"UPDATE {table} SET action = %s WHERE id = %s", ["forged", entry.pk]),
+        (f"UPDATE {table} SET details = %s", ["{}"]),
+        (f"DELETE FROM {table} WHERE id = %s", [entry.pk]),
+        (f"DELETE FROM {table}", []),
+    ]
+    for sql, params in attempts:
+        with pytest.raises(IntegrityError, match="append-only"), transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(sql, params)
+    assert AuditEntry.objects.get(pk=entry.pk).action == "project.create"
+    n = AuditEntry.objects.count()
+    # Statements that touch no entry are not refused (no row, no trigger), and adding stays open.
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {table} WHERE id = %s", [-1])
+    audit_services.audit(project, "test.after", user=lead)
+    assert AuditEntry.objects.count() == n + 1
+
+
 def test_the_admin_shows_the_log_read_only(client, project):
     staff = UserFactory(username="root", is_staff=True, is_superuser=True)
     client.force_login(staff)
