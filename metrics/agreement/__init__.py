@@ -25,7 +25,9 @@ the implementation, one family each:
 
 * ``krippendorff``: ``krippendorff_alpha``, ``alpha_from_counts``,
   ``value_counts``, ``alpha_leave_one_out``, ``interpret_alpha``;
-* ``bootstrap``: ``bootstrap_alpha`` (item bootstrap interval of alpha);
+* ``bootstrap``: ``bootstrap_alpha`` (BCa item-bootstrap interval of alpha),
+  ``bootstrap_cohen_kappa``, ``bootstrap_fleiss_kappa``, ``kappa_matrix_intervals`` (the same for the
+  kappas), ``CoefficientInterval``;
 * ``kappa``: ``percent_exact``, ``percent_within_one``, ``fleiss_kappa``,
   ``cohen_kappa_weighted``, ``kappa_matrix``;
 * ``distributions``: ``k_of_n_agreement``, ``unique_values_distribution``;
@@ -39,7 +41,14 @@ the implementation, one family each:
 """
 
 from ._data import LevelOfMeasurement
-from .bootstrap import AlphaBootstrap, bootstrap_alpha
+from .bootstrap import (
+    AlphaBootstrap,
+    CoefficientInterval,
+    bootstrap_alpha,
+    bootstrap_cohen_kappa,
+    bootstrap_fleiss_kappa,
+    kappa_matrix_intervals,
+)
 from .clustered import (
     ClusteredProportion,
     cluster_bootstrap_proportion,
@@ -74,6 +83,7 @@ __all__ = [
     "OUTLIER_DISTANCE",
     "AlphaBootstrap",
     "ClusteredProportion",
+    "CoefficientInterval",
     "ImageConsensus",
     "LevelOfMeasurement",
     "Selection",
@@ -81,6 +91,8 @@ __all__ = [
     "alpha_from_counts",
     "alpha_leave_one_out",
     "bootstrap_alpha",
+    "bootstrap_cohen_kappa",
+    "bootstrap_fleiss_kappa",
     "cluster_bootstrap_proportion",
     "clustered_proportion",
     "cohen_kappa_weighted",
@@ -90,6 +102,7 @@ __all__ = [
     "interpret_alpha",
     "k_of_n_agreement",
     "kappa_matrix",
+    "kappa_matrix_intervals",
     "krippendorff_alpha",
     "labeler_bias",
     "outlier_labels",

@@ -1,29 +1,54 @@
-"""Krippendorff's alpha with a bootstrap confidence interval over items."""
+"""Krippendorff's alpha and the kappas with a BCa bootstrap confidence interval over items.
+
+The interval is the bias-corrected and accelerated (BCa) bootstrap interval (Efron 1987; Efron and
+Tibshirani 1993, ch. 14) over items (images), not the plain percentile interval: a coefficient's
+bootstrap distribution is skewed and biased (alpha is bounded above by 1 and its bootstrap
+distribution sits below the estimate when agreement is high), and the percentile interval of a
+skewed statistic can even leave out the estimate. BCa corrects the median bias (``z0``, from the
+share of resamples below the estimate) and the skewness (the acceleration ``a``, from the item
+jackknife). One guard on top: if BCa's endpoints (quantiles of finitely many resamples) still miss
+the estimate, the interval is widened to it, so the estimate is always inside. ``bench/
+bench_agreement_coverage.py`` measures the coverage on planted data.
+"""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
+from scipy.special import ndtr, ndtri
 
 from ._data import LevelOfMeasurement, _as_reliability_data, _check_level, _domain
 from .krippendorff import _distance_matrix, interpret_alpha
 
-__all__ = ["AlphaBootstrap", "bootstrap_alpha"]
+__all__ = [
+    "AlphaBootstrap",
+    "CoefficientInterval",
+    "bootstrap_alpha",
+    "bootstrap_cohen_kappa",
+    "bootstrap_fleiss_kappa",
+    "kappa_matrix_intervals",
+]
+
+#: Name of the interval method, for the pages and the data card.
+INTERVAL_METHOD = "BCa bootstrap over images"
 
 
 @dataclass(frozen=True)
 class AlphaBootstrap:
-    """Krippendorff's alpha with an item-bootstrap percentile interval.
+    """Krippendorff's alpha with an item-bootstrap BCa interval.
 
     Attributes
     ----------
     estimate : float
         Alpha on the full data (NaN if undefined).
     low, high : float
-        Percentile confidence interval (NaN if no resample gave a defined alpha).
+        BCa confidence interval (NaN if no resample gave a defined alpha); always contains
+        ``estimate`` when both are defined.
     confidence : float
         Confidence level of ``[low, high]``.
     n_resamples : int
@@ -38,6 +63,11 @@ class AlphaBootstrap:
     resampled : ndarray, shape (n_resamples,)
         Alpha of each resample (NaN where undefined), e.g. for a histogram.
         Not part of equality or ``repr``.
+    method : str
+        ``"BCa"``.
+    percentile_low, percentile_high : float
+        The plain percentile interval of the same resamples, for comparison only (it may leave out
+        the estimate).
     """
 
     estimate: float
@@ -50,6 +80,9 @@ class AlphaBootstrap:
     n_pairable: int
     level_of_measurement: str
     resampled: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False, compare=False)
+    method: str = "BCa"
+    percentile_low: float = math.nan
+    percentile_high: float = math.nan
 
     @property
     def interpretation(self) -> str:
@@ -100,6 +133,124 @@ def _alpha_batch(o_upper: np.ndarray, values: np.ndarray, level: str) -> np.ndar
     return alpha
 
 
+@dataclass(frozen=True)
+class CoefficientInterval:
+    """An agreement coefficient (kappa) with its item-bootstrap BCa interval.
+
+    Attributes
+    ----------
+    estimate : float
+        The coefficient on the full data (NaN if undefined).
+    low, high : float
+        BCa confidence interval, NaN if no resample was defined; contains ``estimate``.
+    confidence : float
+    n_resamples, n_valid_resamples : int
+    n_units : int
+        Units resampled (items, or clusters of items).
+    method : str
+        ``"BCa"``.
+    percentile_low, percentile_high : float
+        The plain percentile interval of the same resamples (comparison only).
+    """
+
+    estimate: float
+    low: float
+    high: float
+    confidence: float
+    n_resamples: int
+    n_valid_resamples: int
+    n_units: int
+    method: str = "BCa"
+    percentile_low: float = math.nan
+    percentile_high: float = math.nan
+
+
+def _bca_endpoints(
+    estimate: float,
+    resampled: np.ndarray,
+    jackknife: np.ndarray,
+    jackknife_weights: np.ndarray,
+    confidence: float,
+) -> tuple[float, float, float, float]:
+    """BCa interval ``(low, high)`` and the percentile interval of the same resamples.
+
+    ``jackknife[k]`` is the statistic without one unit of kind ``k``, and ``jackknife_weights[k]`` how
+    many units are of that kind (the acceleration is the usual item-jackknife skewness, with
+    identical units grouped). The BCa endpoints are widened to the estimate if they miss it.
+    """
+    valid = resampled[np.isfinite(resampled)]
+    if valid.size == 0 or not math.isfinite(estimate):
+        return math.nan, math.nan, math.nan, math.nan
+    tail = (1 - confidence) / 2
+    pct_low, pct_high = (float(q) for q in np.quantile(valid, [tail, 1 - tail]))
+    n = valid.size
+    # Resamples equal to the estimate (to rounding) count half: a discrete statistic (alpha = 1 on
+    # every resample of perfect agreement) then gets no bias correction.
+    scale = max(1.0, abs(estimate))
+    below = np.count_nonzero(valid < estimate - 1e-12 * scale)
+    equal = np.count_nonzero(np.abs(valid - estimate) <= 1e-12 * scale)
+    share_below = min(max((below + 0.5 * equal) / n, 0.5 / n), 1 - 0.5 / n)
+    z0 = float(ndtri(share_below))
+    finite = np.isfinite(jackknife) & (jackknife_weights > 0)
+    acceleration = 0.0
+    if finite.any():
+        w, theta = jackknife_weights[finite].astype(np.float64), jackknife[finite]
+        d = (w @ theta) / w.sum() - theta
+        spread = w @ d**2
+        if spread > 0:
+            acceleration = float((w @ d**3) / (6 * spread**1.5))
+    z = ndtri(np.array([tail, 1 - tail]))
+    denominator = 1 - acceleration * (z0 + z)
+    if np.all(denominator > 0):
+        levels = ndtr(z0 + (z0 + z) / denominator)
+    else:  # an extreme acceleration: bias correction only
+        levels = ndtr(2 * z0 + z)
+    low, high = (float(q) for q in np.quantile(valid, levels))
+    return min(low, estimate), max(high, estimate), pct_low, pct_high
+
+
+def _pattern_bootstrap(
+    contributions: np.ndarray,
+    frequency: np.ndarray,
+    statistic: Callable[[np.ndarray], np.ndarray],
+    n_resamples: int,
+    confidence: float,
+    seed: int | np.random.Generator | None,
+) -> tuple[float, float, float, float, float, np.ndarray]:
+    """Item bootstrap of a statistic of summed unit contributions, with its BCa interval.
+
+    Units of the same kind (pattern ``k``) have the same contribution ``contributions[k]``; the
+    statistic is ``statistic(sum of the units' contributions)`` (batched: rows in, values out).
+    Resampling ``N`` units with replacement is one multinomial draw over the kinds, and leaving one
+    unit out (the jackknife) is ``total - contributions[k]``: the cost does not grow with ``N``.
+
+    Returns ``(estimate, low, high, percentile_low, percentile_high, resampled)``.
+    """
+    n_units = int(frequency.sum())
+    total = frequency.astype(np.float64) @ contributions
+    estimate = float(statistic(total[None, :])[0])
+    probabilities = frequency / n_units
+    rng = np.random.default_rng(seed)
+    resampled = np.empty(n_resamples)
+    for start in range(0, n_resamples, _BOOTSTRAP_CHUNK):
+        size = min(_BOOTSTRAP_CHUNK, n_resamples - start)
+        weights = rng.multinomial(n_units, probabilities, size=size)
+        resampled[start : start + size] = statistic(weights.astype(np.float64) @ contributions)
+    jackknife = np.empty(frequency.size)
+    for start in range(0, frequency.size, _BOOTSTRAP_CHUNK):
+        stop = min(start + _BOOTSTRAP_CHUNK, frequency.size)
+        jackknife[start:stop] = statistic(total[None, :] - contributions[start:stop])
+    low, high, pct_low, pct_high = _bca_endpoints(estimate, resampled, jackknife, frequency, confidence)
+    return estimate, low, high, pct_low, pct_high, resampled
+
+
+def _check_bootstrap_arguments(confidence: float, n_resamples: int) -> None:
+    if not 0 < confidence < 1:
+        raise ValueError("confidence must be in (0, 1).")
+    if n_resamples < 1:
+        raise ValueError("n_resamples must be at least 1.")
+
+
 def bootstrap_alpha(
     reliability_data: npt.ArrayLike | None = None,
     level_of_measurement: LevelOfMeasurement = "ordinal",
@@ -110,9 +261,10 @@ def bootstrap_alpha(
     *,
     counts: npt.ArrayLike | None = None,
 ) -> AlphaBootstrap:
-    """Krippendorff's alpha with a bootstrap confidence interval over items.
+    """Krippendorff's alpha with a BCa bootstrap confidence interval over items.
 
-    Items (images) are resampled with replacement. Only pairable items (two or
+    Items (images) are resampled with replacement; the interval is BCa (see the module docstring),
+    the jackknife over items gives its acceleration. Only pairable items (two or
     more labels) are resampled: the others add nothing to alpha, and including
     them would make the interval depend on how many unlabelled images the
     array happens to hold.
@@ -139,7 +291,7 @@ def bootstrap_alpha(
     n_resamples : int
         Number of bootstrap resamples.
     confidence : float
-        Confidence level of the percentile interval, in (0, 1).
+        Confidence level of the interval, in (0, 1).
     seed : int, Generator or None
         Seed for ``numpy.random.default_rng``; the same seed gives the same result.
     value_domain : array_like, optional
@@ -166,10 +318,7 @@ def bootstrap_alpha(
     _check_level(level_of_measurement)
     if (reliability_data is None) == (counts is None):
         raise ValueError("Give either reliability_data or counts, not both.")
-    if not 0 < confidence < 1:
-        raise ValueError("confidence must be in (0, 1).")
-    if n_resamples < 1:
-        raise ValueError("n_resamples must be at least 1.")
+    _check_bootstrap_arguments(confidence, n_resamples)
     if counts is None:
         data = _as_reliability_data(reliability_data)
         if data.size == 0:
@@ -214,36 +363,209 @@ def bootstrap_alpha(
     contributions = pattern_counts[:, rows] * pattern_counts[:, cols]
     contributions[:, rows == cols] -= pattern_counts
     contributions /= (pattern_counts.sum(axis=1) - 1)[:, None]
-    estimate = float(
-        _alpha_batch(
-            (frequency.astype(np.float64) @ contributions)[None, :],
-            values,
-            level_of_measurement,
-        )[0]
+    estimate, low, high, pct_low, pct_high, alphas = _pattern_bootstrap(
+        contributions,
+        frequency,
+        lambda o_upper: _alpha_batch(o_upper, values, level_of_measurement),
+        n_resamples,
+        confidence,
+        seed,
     )
-    probabilities = frequency / n_items
-    rng = np.random.default_rng(seed)
-    alphas = np.empty(n_resamples)
-    for start in range(0, n_resamples, _BOOTSTRAP_CHUNK):
-        size = min(_BOOTSTRAP_CHUNK, n_resamples - start)
-        weights = rng.multinomial(n_items, probabilities, size=size)
-        o_upper = weights.astype(np.float64) @ contributions
-        alphas[start : start + size] = _alpha_batch(o_upper, values, level_of_measurement)
-    valid = alphas[~np.isnan(alphas)]
-    if valid.size == 0:
-        low = high = math.nan
-    else:
-        tail = (1 - confidence) / 2
-        low, high = (float(q) for q in np.quantile(valid, [tail, 1 - tail]))
+    n_valid = int(np.count_nonzero(~np.isnan(alphas)))
     return AlphaBootstrap(
         estimate,
         low,
         high,
         confidence,
         n_resamples,
-        int(valid.size),
+        n_valid,
         n_items,
         n_pairable,
         level_of_measurement,
         alphas,
+        "BCa",
+        pct_low,
+        pct_high,
     )
+
+
+def _kappa_batch(observed: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Weighted Cohen's kappa of a batch of flattened k x k tables (rows: first labeler)."""
+    k = w.shape[0]
+    tables = observed.reshape(observed.shape[0], k, k)
+    rows, cols = tables.sum(axis=2), tables.sum(axis=1)
+    n = rows.sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        expected = np.einsum("bi,ij,bj->b", rows, w, cols) / n
+        kappa = 1.0 - (observed @ w.ravel()) / expected
+    kappa[~(expected > 0) | ~(n > 0)] = np.nan
+    return kappa
+
+
+def bootstrap_cohen_kappa(
+    a: npt.ArrayLike,
+    b: npt.ArrayLike,
+    *,
+    categories: npt.ArrayLike,
+    weights: Literal["linear", "quadratic"] | None = "quadratic",
+    clusters: npt.ArrayLike | None = None,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int | np.random.Generator | None = 0,
+) -> CoefficientInterval:
+    """Weighted Cohen's kappa (as ``cohen_kappa_weighted``) with a BCa bootstrap interval over items.
+
+    Parameters
+    ----------
+    a, b : array_like, shape (n_items,)
+        Labels of the two labelers (or two rounds), ``NaN`` for missing; items missing in either
+        are dropped.
+    categories, weights
+        As in ``cohen_kappa_weighted``.
+    clusters : array_like, shape (n_items,), optional
+        Cluster of each item (e.g. the image of each test-retest pair when several labelers'
+        pairs are pooled): whole clusters are resampled. Default: each item is its own unit.
+    n_resamples, confidence, seed
+        As in ``bootstrap_alpha``.
+
+    Returns
+    -------
+    CoefficientInterval
+        ``n_units`` items (or clusters) with a label from both.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> truth = rng.integers(1, 11, size=200)
+    >>> r = bootstrap_cohen_kappa(truth, np.clip(truth + rng.integers(-1, 2, 200), 1, 10),
+    ...                           categories=range(1, 11), n_resamples=200)
+    >>> bool(r.low <= r.estimate <= r.high), r.n_units
+    (True, 200)
+    """
+    from .kappa import _category_positions, _disagreement_weights
+
+    _check_bootstrap_arguments(confidence, n_resamples)
+    x = np.asarray(a, dtype=np.float64).ravel()
+    y = np.asarray(b, dtype=np.float64).ravel()
+    if x.shape != y.shape:
+        raise ValueError("a and b must have the same length.")
+    both = ~np.isnan(x) & ~np.isnan(y)
+    i, j, k = _category_positions(x[both], y[both], categories)
+    w = _disagreement_weights(k, weights)
+    cell = i * k + j
+    if clusters is None:
+        keys, frequency = np.unique(cell, return_counts=True)
+        contributions = np.zeros((keys.size, k * k))
+        contributions[np.arange(keys.size), keys] = 1.0
+    else:
+        group = np.asarray(clusters).ravel()
+        if group.shape != x.shape:
+            raise ValueError("clusters must have one entry per item.")
+        _, unit = np.unique(group[both], return_inverse=True)
+        per_unit = np.zeros((int(unit.max()) + 1 if unit.size else 0, k * k))
+        np.add.at(per_unit, (unit, cell), 1.0)
+        contributions, frequency = (
+            np.unique(per_unit, axis=0, return_counts=True) if per_unit.size else (per_unit, np.zeros(0, np.int64))
+        )
+    n_units = int(frequency.sum())
+    if n_units == 0:
+        return CoefficientInterval(math.nan, math.nan, math.nan, confidence, n_resamples, 0, 0)
+    estimate, low, high, pct_low, pct_high, kappas = _pattern_bootstrap(
+        contributions, frequency, lambda o: _kappa_batch(o, w), n_resamples, confidence, seed
+    )
+    n_valid = int(np.count_nonzero(~np.isnan(kappas)))
+    return CoefficientInterval(estimate, low, high, confidence, n_resamples, n_valid, n_units, "BCa", pct_low, pct_high)
+
+
+def bootstrap_fleiss_kappa(
+    counts: npt.ArrayLike,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int | np.random.Generator | None = 0,
+) -> CoefficientInterval:
+    """Fleiss' kappa (as ``fleiss_kappa``) with a BCa bootstrap interval over items.
+
+    Parameters
+    ----------
+    counts : array_like, shape (n_items, n_categories)
+        As in ``fleiss_kappa`` (every item the same number of ratings, else ``ValueError``).
+    n_resamples, confidence, seed
+        As in ``bootstrap_alpha``.
+
+    Examples
+    --------
+    >>> r = bootstrap_fleiss_kappa([[2, 0], [0, 2], [1, 1]] * 10, n_resamples=200)
+    >>> round(r.estimate, 4), bool(r.low <= r.estimate <= r.high)
+    (0.3333, True)
+    """
+    from .kappa import fleiss_kappa
+
+    _check_bootstrap_arguments(confidence, n_resamples)
+    table = np.asarray(counts, dtype=np.float64)
+    estimate = fleiss_kappa(table)  # validates
+    n_items = int(table.shape[0])
+    if n_items == 0 or math.isnan(estimate) and table[0].sum() < 2:
+        return CoefficientInterval(estimate, math.nan, math.nan, confidence, n_resamples, 0, n_items)
+    n = float(table[0].sum())
+    patterns, frequency = _count_patterns(table)
+    agreement_of_item = ((patterns**2).sum(axis=1) - n) / (n * (n - 1))
+    # One item's contribution: [1, its observed agreement, its counts per category].
+    contributions = np.column_stack([np.ones(len(patterns)), agreement_of_item, patterns])
+
+    def statistic(sums: np.ndarray) -> np.ndarray:
+        observed = sums[:, 1] / sums[:, 0]
+        shares = sums[:, 2:] / sums[:, 2:].sum(axis=1, keepdims=True)
+        expected = (shares**2).sum(axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            kappa = (observed - expected) / (1 - expected)
+        kappa[~(expected < 1 - 1e-15)] = np.nan
+        return kappa
+
+    estimate, low, high, pct_low, pct_high, kappas = _pattern_bootstrap(
+        contributions, frequency, statistic, n_resamples, confidence, seed
+    )
+    n_valid = int(np.count_nonzero(~np.isnan(kappas)))
+    return CoefficientInterval(estimate, low, high, confidence, n_resamples, n_valid, n_items, "BCa", pct_low, pct_high)
+
+
+def kappa_matrix_intervals(
+    reliability_data: npt.ArrayLike,
+    categories: npt.ArrayLike,
+    *,
+    weights: Literal["linear", "quadratic"] | None = "quadratic",
+    min_common: int = 2,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """BCa bootstrap intervals of ``kappa_matrix``'s pairwise kappas (items in common resampled).
+
+    Returns
+    -------
+    low, high : ndarray, shape (n_labelers, n_labelers)
+        Symmetric; NaN where ``kappa_matrix`` is NaN. The diagonal is NaN (a labeler with
+        themself is not a measurement).
+    """
+    data = _as_reliability_data(reliability_data)
+    n_labelers = data.shape[0]
+    low = np.full((n_labelers, n_labelers), np.nan)
+    high = np.full((n_labelers, n_labelers), np.nan)
+    present = ~np.isnan(data)
+    for first in range(n_labelers):
+        for second in range(first + 1, n_labelers):
+            if (present[first] & present[second]).sum() < min_common:
+                continue
+            result = bootstrap_cohen_kappa(
+                data[first],
+                data[second],
+                categories=categories,
+                weights=weights,
+                n_resamples=n_resamples,
+                confidence=confidence,
+                seed=seed,
+            )
+            if math.isnan(result.estimate):
+                continue
+            low[first, second] = low[second, first] = result.low
+            high[first, second] = high[second, first] = result.high
+    return low, high

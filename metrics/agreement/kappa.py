@@ -132,6 +132,35 @@ def fleiss_kappa(counts: npt.ArrayLike) -> float:
     return float((p_observed - p_expected) / (1 - p_expected))
 
 
+def _category_positions(x: np.ndarray, y: np.ndarray, categories: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray, int]:
+    """Positions of two labelers' (present) labels in ``categories``, and the number of categories."""
+    cats = np.asarray(categories, dtype=np.float64).ravel()
+    if cats.size == 0 or np.unique(cats).size != cats.size:
+        raise ValueError("categories must be non-empty and without duplicates.")
+    sorter = np.argsort(cats, kind="stable")
+    sorted_cats = cats[sorter]
+
+    def positions(labels: np.ndarray) -> np.ndarray:
+        pos = np.minimum(np.searchsorted(sorted_cats, labels), cats.size - 1)
+        if not np.array_equal(sorted_cats[pos], labels):
+            raise ValueError("Labels outside categories.")
+        return sorter[pos]
+
+    return positions(x), positions(y), int(cats.size)
+
+
+def _disagreement_weights(k: int, weights: Literal["linear", "quadratic"] | None) -> np.ndarray:
+    """The k x k disagreement weights of a (weighted) kappa."""
+    ranks = np.arange(k)
+    if weights is None:
+        return 1.0 - np.eye(k)
+    if weights == "linear":
+        return np.abs(np.subtract.outer(ranks, ranks)).astype(float)
+    if weights == "quadratic":
+        return np.subtract.outer(ranks, ranks).astype(float) ** 2
+    raise ValueError("weights must be 'linear', 'quadratic' or None.")
+
+
 def cohen_kappa_weighted(
     a: npt.ArrayLike,
     b: npt.ArrayLike,
@@ -178,35 +207,14 @@ def cohen_kappa_weighted(
     y = np.asarray(b, dtype=np.float64).ravel()
     if x.shape != y.shape:
         raise ValueError("a and b must have the same length.")
-    cats = np.asarray(categories, dtype=np.float64).ravel()
-    if cats.size == 0 or np.unique(cats).size != cats.size:
-        raise ValueError("categories must be non-empty and without duplicates.")
     both = ~np.isnan(x) & ~np.isnan(y)
     x, y = x[both], y[both]
+    i, j, k = _category_positions(x, y, categories)
     if x.size == 0:
         return math.nan
-    sorter = np.argsort(cats, kind="stable")
-    sorted_cats = cats[sorter]
-
-    def positions(labels: np.ndarray) -> np.ndarray:
-        pos = np.minimum(np.searchsorted(sorted_cats, labels), cats.size - 1)
-        if not np.array_equal(sorted_cats[pos], labels):
-            raise ValueError("Labels outside categories.")
-        return sorter[pos]
-
-    i, j = positions(x), positions(y)
-    k = cats.size
     observed = np.bincount(i * k + j, minlength=k * k).reshape(k, k).astype(float)
     expected = np.outer(observed.sum(axis=1), observed.sum(axis=0)) / observed.sum()
-    ranks = np.arange(k)
-    if weights is None:
-        w = 1.0 - np.eye(k)
-    elif weights == "linear":
-        w = np.abs(np.subtract.outer(ranks, ranks)).astype(float)
-    elif weights == "quadratic":
-        w = np.subtract.outer(ranks, ranks).astype(float) ** 2
-    else:
-        raise ValueError("weights must be 'linear', 'quadratic' or None.")
+    w = _disagreement_weights(k, weights)
     disagreement_expected = (w * expected).sum()
     if disagreement_expected == 0:
         return math.nan

@@ -66,32 +66,52 @@ def _api(client, lead, project, phase):
     return response.json()
 
 
+def assert_coefficient(s: dict, expected: float, abs_: float = 1e-6) -> None:
+    """A coefficient equals ``expected`` when shown; hidden only when its interval is too wide; its
+    interval holds ``expected`` (the estimate) either way."""
+    from labeling.services.consensus import MAX_COEFFICIENT_WIDTH
+
+    assert s["low"] - abs_ <= expected <= s["high"] + abs_
+    if s["value"] is None:
+        assert s["too_wide"] and s["high"] - s["low"] > MAX_COEFFICIENT_WIDTH
+    else:
+        assert s["value"] == pytest.approx(expected, abs=abs_)
+        assert s["high"] - s["low"] <= MAX_COEFFICIENT_WIDTH
+
+
 def test_alpha_and_kappa_match_reference_libraries(client, lead, project, cal1):
     data = _reliability(cal1)
     summary = _api(client, lead, project, cal1)["selected"]
     alpha = summary["agreement"]["alpha"]
-    assert alpha["ordinal"]["value"] == pytest.approx(
-        krippendorff.alpha(data, level_of_measurement="ordinal"), abs=1e-6
-    )
-    assert alpha["interval"]["value"] == pytest.approx(
-        krippendorff.alpha(data, level_of_measurement="interval"), abs=1e-6
-    )
-    assert alpha["ordinal"]["low"] <= alpha["ordinal"]["value"] <= alpha["ordinal"]["high"]
+    # 8 images: a coefficient is shown when its BCa interval is at most 0.5 wide, else its interval alone
+    # (issue 12); either way the reference value is the estimate, which the interval always holds.
+    for level in ("ordinal", "interval"):
+        expected = krippendorff.alpha(data, level_of_measurement=level)
+        assert_coefficient(alpha[level], expected)
     # Quadratic-weighted kappa of L1 vs L2 over the full half-step range 1..10.
     categories = np.arange(2, 21) / 2
     expected = cohen_kappa_score(
         (data[0] * 2).astype(int), (data[1] * 2).astype(int), labels=(categories * 2).astype(int), weights="quadratic"
     )
     names = summary["kappa"]["labelers"]
-    assert summary["kappa"]["matrix"][names.index("L1")][names.index("L2")] == pytest.approx(expected, abs=1e-4)
+    first, second = names.index("L1"), names.index("L2")
+    kappa = summary["kappa"]
+    cell = {
+        "value": kappa["matrix"][first][second],
+        "low": kappa["low"][first][second],
+        "high": kappa["high"][first][second],
+        "too_wide": kappa["too_wide"][first][second],
+    }
+    assert_coefficient(cell, expected, abs_=1e-4)
     # Near consensus straight from the definition: all values within one tone.
     near = np.mean(np.nanmax(data, axis=0) - np.nanmin(data, axis=0) <= 1)
     rate = summary["agreement"]["near_consensus"]
     assert rate["k"] / rate["n"] == pytest.approx(near, abs=1e-6)
     # 6 of 8 images: the Wilson interval (41-93%) is wider than 50 points, so the share is not shown.
     assert rate["value"] is None and rate["reason"].startswith("too little data: n=8 images with 2+ labels")
-    # Every image has 4 valid labels, so Fleiss' kappa is computed.
-    assert summary["agreement"]["fleiss_kappa"]["value"] is not None
+    # Every image has 4 valid labels, so Fleiss' kappa is computed (shown, or its interval alone).
+    fleiss = summary["agreement"]["fleiss_kappa"]
+    assert fleiss["low"] is not None and (fleiss["value"] is not None or fleiss["too_wide"])
     assert [row["n_labels"] for row in summary["per_labeler"]] == [8, 8, 8, 8]
 
 
@@ -187,7 +207,7 @@ def test_repeats_stay_out_of_agreement_and_feed_test_retest(client, lead, projec
     for labeler, image, value in rows:
         reliability[ids.index(labeler), images.index(image)] = value
     expected_alpha = krippendorff.alpha(reliability_data=reliability, level_of_measurement="ordinal")
-    assert everything["agreement"]["alpha"]["ordinal"]["value"] == pytest.approx(expected_alpha, abs=1e-6)
+    assert_coefficient(everything["agreement"]["alpha"]["ordinal"], expected_alpha)
     assert everything["agreement"]["near_consensus"]["value"] == 0.0
     page = _client(client, lead).get(f"/projects/{project.pk}/consensus/?phase={cal2.pk}").content.decode()
     assert 'id="calibration-2-all-images"' in page and "All images (7 with 2+ labels)" in page

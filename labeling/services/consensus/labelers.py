@@ -11,7 +11,18 @@ from metrics import agreement
 
 from ...models import Label, Phase, Project
 from .loading import PhaseLabels, distribution, value_categories
-from .numbers import MIN_IMAGES, clustered_share, json_clean, num, stat, too_little, wilson_share
+from .numbers import (
+    CONFIDENCE,
+    MIN_IMAGES,
+    N_RESAMPLES,
+    clustered_share,
+    coefficient_stat,
+    json_clean,
+    num,
+    stat,
+    too_little,
+    wilson_share,
+)
 
 # --------------------------------------------------------------------------
 # Per labeler, one phase
@@ -131,9 +142,32 @@ def _against_others(panel: _Panel, position: int, labeler_id: int) -> dict:
             }
             for row in bands.itertuples()
         ],
-        "alpha_without": stat(panel.loo.loc[labeler_id, "alpha_without"], loo_reason),
-        "alpha_change": stat(panel.loo.loc[labeler_id, "change"], loo_reason or panel.reason),
+        **_alpha_without(panel, position, labeler_id, others_images, loo_reason),
     }
+
+
+def _alpha_without(panel: _Panel, position: int, labeler_id: int, n_images: int, reason: str | None) -> dict:
+    """Alpha of the other labelers with its BCa interval (a :func:`coefficient_stat`), and the change.
+
+    The change (alpha without minus alpha of everyone) has no interval of its own; it is hidden with
+    the same reason when alpha without the labeler is (too few images, or its interval too wide).
+    """
+    low = high = None
+    if reason is None:
+        boot = agreement.bootstrap_alpha(
+            np.delete(panel.values.T, position, axis=0), n_resamples=N_RESAMPLES, confidence=CONFIDENCE, seed=0
+        )
+        low, high = boot.low, boot.high
+    without = coefficient_stat(
+        panel.loo.loc[labeler_id, "alpha_without"],
+        low,
+        high,
+        n_images,
+        reason=reason,
+        unit="images with 2+ labels from the other labelers",
+    )
+    change_reason = reason or panel.reason or (without["reason"] if without["too_wide"] else None)
+    return {"alpha_without": without, "alpha_change": stat(panel.loo.loc[labeler_id, "change"], change_reason)}
 
 
 # --------------------------------------------------------------------------
@@ -168,7 +202,8 @@ def _retest_block(
 
     One labeler's pairs are one per image: Wilson intervals. The pooled row (``images`` given) has one
     pair per labeler and image, and the labelers of one image are alike: its intervals are clustered
-    by image (``n`` images, ``n_units`` pairs).
+    by image (``n`` images, ``n_units`` pairs). The weighted kappa has a BCa bootstrap interval over
+    images (whole images resampled in the pooled row).
     """
     result = agreement.test_retest(round1, round2, categories)
     reason = None if result.n >= MIN_IMAGES else too_little(result.n, "labelled in both calibrations")
@@ -186,11 +221,27 @@ def _retest_block(
     else:
         exact = _share(round(result.exact * result.n) if result.n else 0, result.n, reason)
         within_one = _share(round(result.within_one * result.n) if result.n else 0, result.n, reason)
+    kappa = agreement.bootstrap_cohen_kappa(
+        round1,
+        round2,
+        categories=categories,
+        clusters=images,
+        n_resamples=N_RESAMPLES,
+        confidence=CONFIDENCE,
+        seed=0,
+    )
     return {
         "n": result.n,
         "exact": exact,
         "within_one": within_one,
-        "weighted_kappa": stat(result.weighted_kappa, reason),
+        "weighted_kappa": coefficient_stat(
+            result.weighted_kappa,
+            kappa.low,
+            kappa.high,
+            kappa.n_units if images is not None else result.n,
+            reason=reason,
+            unit="images" if images is not None else "images labelled in both calibrations",
+        ),
         "mean_shift": stat(result.mean_shift, reason),
     }
 

@@ -12,21 +12,23 @@ import numpy as np
 import pandas as pd
 
 from metrics import agreement
+from metrics.agreement.bootstrap import INTERVAL_METHOD
 
 from ...models import Phase
 from .labelers import labelers_statistics
 from .loading import PhaseLabels, distribution, phase_labels_load, value_categories
 from .numbers import (
     CONFIDENCE,
+    MAX_COEFFICIENT_WIDTH,
     MAX_INTERVAL_WIDTH,
     MIN_IMAGES,
     N_RESAMPLES,
     UNDER_REPRESENTED,
     WIDE_RANGE,
     clustered_share,
+    coefficient_stat,
     json_clean,
     num,
-    stat,
     too_little,
     wilson_share,
 )
@@ -82,6 +84,7 @@ def phase_summary_compute(phase: Phase, *, n_tones: int, allow_pairs: bool = Tru
         ),
         "confidence": CONFIDENCE,
         "max_interval_width": MAX_INTERVAL_WIDTH,
+        "max_coefficient_width": MAX_COEFFICIENT_WIDTH,
         "agreement_all_images": _all_images_agreement(phase, data),
     }
     _add_row_shares(summary)
@@ -219,51 +222,57 @@ def _add_row_shares(summary: dict) -> None:
 
 
 def alpha_block(counts: np.ndarray, domain: np.ndarray, n_images: int, *, lean: bool = False) -> dict:
-    """Ordinal alpha with its bootstrap interval, and interval alpha alongside.
+    """Ordinal alpha and interval alpha, each with its BCa bootstrap interval over images.
 
-    ``lean``: interval alpha from the same count patterns as the ordinal estimate instead of
-    ``alpha_from_counts`` (which makes two float64 copies of the matrix: 80 MB at 250,000 images x 19
-    values); the release's streamed data card uses it.
+    Each is a :func:`coefficient_stat` ("too little data" under ``MIN_IMAGES`` images or when the
+    interval is wider than ``MAX_COEFFICIENT_WIDTH``); the ordinal one carries Krippendorff's reading
+    (``interpretation``, None when hidden). Both come from the count patterns
+    (:func:`metrics.agreement.bootstrap_alpha`), which copy nothing the size of the matrix; ``lean`` is
+    kept for the release's streamed data card, which passes it.
     """
+    del lean  # both levels use the pattern bootstrap now
     if n_images < MIN_IMAGES:
         reason = too_little(n_images)
         return {
-            "ordinal": stat(math.nan, reason, low=None, high=None, interpretation=None),
-            "interval": stat(math.nan, reason),
+            "ordinal": coefficient_stat(math.nan, None, None, n_images, reason=reason, interpretation=None),
+            "interval": coefficient_stat(math.nan, None, None, n_images, reason=reason),
             "confidence": CONFIDENCE,
             "n_resamples": N_RESAMPLES,
+            "max_width": MAX_COEFFICIENT_WIDTH,
         }
-    boot = agreement.bootstrap_alpha(
-        counts=counts, value_domain=domain, n_resamples=N_RESAMPLES, confidence=CONFIDENCE, seed=0
-    )
-    ordinal = stat(boot.estimate)
-    ordinal.update(
-        low=num(boot.low),
-        high=num(boot.high),
-        interpretation=None if ordinal["value"] is None else boot.interpretation,
-    )
-    if lean:
-        interval_alpha = agreement.bootstrap_alpha(
-            counts=counts, value_domain=domain, level_of_measurement="interval", n_resamples=1, seed=0
-        ).estimate
-    else:
-        interval_alpha = agreement.alpha_from_counts(counts, domain, "interval")
-    interval = stat(interval_alpha)
-    return {"ordinal": ordinal, "interval": interval, "confidence": CONFIDENCE, "n_resamples": N_RESAMPLES}
+    levels = {}
+    for level in ("ordinal", "interval"):
+        boot = agreement.bootstrap_alpha(
+            counts=counts,
+            value_domain=domain,
+            level_of_measurement=level,
+            n_resamples=N_RESAMPLES,
+            confidence=CONFIDENCE,
+            seed=0,
+        )
+        levels[level] = coefficient_stat(boot.estimate, boot.low, boot.high, n_images)
+    ordinal = levels["ordinal"]
+    ordinal["interpretation"] = None if ordinal["value"] is None else agreement.interpret_alpha(ordinal["value"])
+    return {**levels, "confidence": CONFIDENCE, "n_resamples": N_RESAMPLES, "max_width": MAX_COEFFICIENT_WIDTH}
 
 
 def _fleiss(counts: np.ndarray, n_images: int) -> dict:
+    """Fleiss' kappa with its BCa bootstrap interval over images (only when every image has as many labels)."""
     labelled = counts[counts.sum(axis=1) > 0]
     ratings = labelled.sum(axis=1)
     if n_images < MIN_IMAGES:
-        return stat(math.nan, too_little(n_images))
+        return coefficient_stat(math.nan, None, None, n_images, reason=too_little(n_images))
     if ratings.min() != ratings.max():
-        return stat(
+        return coefficient_stat(
             math.nan,
-            f"not computed: images have between {ratings.min()} and {ratings.max()} valid labels; "
+            None,
+            None,
+            n_images,
+            reason=f"not computed: images have between {ratings.min()} and {ratings.max()} valid labels; "
             "Fleiss' kappa needs the same number on every image (Krippendorff's alpha does not)",
         )
-    return stat(agreement.fleiss_kappa(labelled))
+    result = agreement.bootstrap_fleiss_kappa(labelled, n_resamples=N_RESAMPLES, confidence=CONFIDENCE, seed=0)
+    return coefficient_stat(result.estimate, result.low, result.high, n_images)
 
 
 def _spread(table: pd.DataFrame, reliability: np.ndarray, several: np.ndarray) -> dict:
@@ -336,14 +345,32 @@ def _add_tone_shares(result: dict, n_tones: int) -> None:
 
 
 def _kappa_block(reliability: np.ndarray, labeler_ids: list[int], categories: np.ndarray) -> dict:
-    """Labeler x labeler quadratic-weighted kappa over the full value range, with the images in common."""
+    """Labeler x labeler quadratic-weighted kappa over the full value range, with the images in common.
+
+    ``low`` and ``high``: each kappa's BCa bootstrap 95% interval over the images in common; a kappa
+    whose interval is wider than ``MAX_COEFFICIENT_WIDTH`` is None in ``matrix`` ("too little data",
+    ``too_wide`` True) with its interval kept.
+    """
     present = ~np.isnan(reliability)
     n_common = (present.astype(np.int64) @ present.T.astype(np.int64)).tolist()
-    kappa = agreement.kappa_matrix(reliability, categories, min_common=MIN_IMAGES) if labeler_ids else np.zeros((0, 0))
+    if labeler_ids:
+        kappa = agreement.kappa_matrix(reliability, categories, min_common=MIN_IMAGES)
+        low, high = agreement.kappa_matrix_intervals(
+            reliability, categories, min_common=MIN_IMAGES, n_resamples=N_RESAMPLES, confidence=CONFIDENCE
+        )
+    else:
+        kappa = low = high = np.zeros((0, 0))
+    too_wide = (high - low) > MAX_COEFFICIENT_WIDTH + 1e-12  # NaN compares False
+    shown = np.where(too_wide, np.nan, kappa)
     return {
         "labelers": labeler_ids,
-        "matrix": [[num(x, 4) for x in row] for row in kappa],
+        "matrix": [[num(x, 4) for x in row] for row in shown],
+        "low": [[num(x, 4) for x in row] for row in low],
+        "high": [[num(x, 4) for x in row] for row in high],
+        "too_wide": too_wide.tolist(),
         "n_common": n_common,
         "min_common": MIN_IMAGES,
+        "max_width": MAX_COEFFICIENT_WIDTH,
+        "interval": INTERVAL_METHOD,
         "categories": categories.tolist(),
     }
