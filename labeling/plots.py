@@ -100,7 +100,13 @@ def _plot_kappa_heatmap(fig, dashboard: dict) -> None:
     image = ax.imshow(np.ma.masked_invalid(matrix), vmin=-1, vmax=1, cmap=cmap)
     for i in range(len(names)):
         for j in range(len(names)):
-            text = "n<{}".format(kappa["min_common"]) if np.isnan(matrix[i, j]) else f"{matrix[i, j]:.2f}"
+            wide = kappa.get("too_wide")
+            if wide and wide[i][j]:  # interval wider than the coefficient rule: no number
+                text = "too\nlittle\ndata"
+            elif np.isnan(matrix[i, j]):
+                text = "n<{}".format(kappa["min_common"])
+            else:
+                text = f"{matrix[i, j]:.2f}"
             ax.text(j, i, text, ha="center", va="center", fontsize=8)
     ax.set_xticks(range(len(names)), names, rotation=45, ha="right")
     ax.set_yticks(range(len(names)), names)

@@ -185,17 +185,37 @@ def drift_rows(labelers: list[dict], phases: list[dict]) -> list[dict]:
     ]
 
 
+def _kappa_cell(kappa: dict, row: int, col: int) -> dict:
+    """One kappa of the matrix: its text, and its images in common and 95% interval as the cell's title."""
+    value, n = kappa["matrix"][row][col], kappa["n_common"][row][col]
+    lows, highs, wide = kappa.get("low"), kappa.get("high"), kappa.get("too_wide")  # absent in old caches
+    low, high = (lows[row][col], highs[row][col]) if lows and highs else (None, None)
+    too_wide = bool(wide and wide[row][col])
+    interval = "" if low is None or high is None else f"; 95% interval {low:.2f} to {high:.2f}"
+    if too_wide:
+        return {
+            "text": "too little data",
+            "n": n,
+            "too_wide": True,
+            "title": f"too little data: n={n} images in common{interval} (wider than {kappa['max_width']:g})",
+        }
+    return {
+        "text": "—" if value is None else f"{value:.2f}",
+        "n": n,
+        "too_wide": False,
+        "title": f"{n} images in common{interval}",
+    }
+
+
 def kappa_rows(selected: dict | None) -> list[dict]:
-    """The labeler x labeler kappa matrix of the selected phase, as text with the images in common."""
+    """The labeler x labeler kappa matrix of the selected phase, as text with the images in common and
+    each kappa's interval (a too-wide one says "too little data")."""
     if not selected:
         return []
     kappa = selected["kappa"]
     return [
-        {
-            "labeler": name,
-            "cells": [{"text": "—" if k is None else f"{k:.2f}", "n": n} for k, n in zip(row, common, strict=True)],
-        }
-        for name, row, common in zip(kappa["labelers"], kappa["matrix"], kappa["n_common"], strict=True)
+        {"labeler": name, "cells": [_kappa_cell(kappa, i, j) for j in range(len(kappa["labelers"]))]}
+        for i, name in enumerate(kappa["labelers"])
     ]
 
 
@@ -233,6 +253,7 @@ def dashboard_context(dashboard: dict) -> dict:
         "plot_names": plots.PLOTS,
         "min_images": svc.MIN_IMAGES,
         "max_interval_points": round(svc.MAX_INTERVAL_WIDTH * 100),
+        "max_coefficient_width": f"{svc.MAX_COEFFICIENT_WIDTH:g}",
         "wide_range": svc.WIDE_RANGE,
     }
 

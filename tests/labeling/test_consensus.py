@@ -550,3 +550,65 @@ def test_the_floor_rule_is_on_the_interval_width(k, n, shown):
         )
     # The "fewer than MIN_IMAGES images" reason wins and keeps its own words.
     assert wilson_share(k, n, reason="too little data: 1 image")["reason"] == "too little data: 1 image"
+
+
+# --------------------------------------------------------------------------- issue 12: coefficients too
+
+
+def test_every_coefficient_carries_its_interval_and_the_width_rule(client, lead, project, study):
+    """Alpha (both levels), Fleiss' kappa, alpha without each labeler and the test-retest kappas: a BCa
+    interval holding the value, shown only when at most MAX_COEFFICIENT_WIDTH wide; the matrix likewise."""
+    from labeling.services.consensus import MAX_COEFFICIENT_WIDTH
+
+    body = _api(client, lead, project, study["main"])
+    coefficients = [(path, s) for path, s in stats_in(body) if s.get("scale") == "coefficient"]
+    paths = " ".join(path for path, _ in coefficients)
+    for name in (
+        "agreement.alpha.ordinal",
+        "agreement.alpha.interval",
+        "agreement.fleiss_kappa",
+        "per_labeler[0].alpha_without",
+        "test_retest.pooled.weighted_kappa",
+        "test_retest.per_labeler[0].weighted_kappa",
+    ):
+        assert name in paths, name
+    shown = hidden = 0
+    for path, s in coefficients:
+        assert {"low", "high", "n", "unit", "interval", "too_wide"} <= set(s), path
+        if s["value"] is not None:
+            shown += 1
+            assert s["low"] <= s["value"] <= s["high"] and s["high"] - s["low"] <= MAX_COEFFICIENT_WIDTH, path
+            assert "BCa" in s["interval"], path
+        elif s["too_wide"]:
+            hidden += 1
+            assert s["high"] - s["low"] > MAX_COEFFICIENT_WIDTH, path
+            assert s["reason"].startswith(f"too little data: n={s['n']} "), path
+            assert f"95% interval {s['low']:.2f} to {s['high']:.2f}" in s["reason"], path
+    # 60 main images: alpha shown; 10 repeated images per labeler: some retest kappas too wide.
+    assert body["selected"]["agreement"]["alpha"]["ordinal"]["value"] is not None
+    assert shown >= 3 and hidden >= 1
+    kappa = body["selected"]["kappa"]
+    n = len(kappa["labelers"])
+    for i in range(n):
+        for j in range(n):
+            if i == j or kappa["low"][i][j] is None:
+                continue
+            wide = kappa["high"][i][j] - kappa["low"][i][j] > MAX_COEFFICIENT_WIDTH
+            assert kappa["too_wide"][i][j] == wide
+            assert (kappa["matrix"][i][j] is None) == wide
+
+
+def test_a_too_wide_coefficient_says_too_little_data_on_the_page(client, lead, project, cal1):
+    # 8 images: the calibration-1 alpha and kappas have wide intervals; each one hidden shows its interval.
+    summary = _api(client, lead, project, cal1)["selected"]
+    page = _client(client, lead).get(f"/projects/{project.pk}/consensus/?phase={cal1.pk}").content.decode()
+    hidden = [s for _, s in stats_in(summary) if s.get("scale") == "coefficient" and s["too_wide"]]
+    assert hidden
+    for s in hidden:
+        assert f"95% interval {s['low']:.2f} to {s['high']:.2f}" in page
+    shown = [s for _, s in stats_in(summary["agreement"]) if s.get("scale") == "coefficient" and s["value"] is not None]
+    for s in shown:
+        assert f"[{s['low']:.3f}, {s['high']:.3f}]" in page or f"[{s['low']:.2f}, {s['high']:.2f}]" in page
+    kappa = summary["kappa"]
+    if any(any(row) for row in kappa["too_wide"]):
+        assert "too little data</td>" in page

@@ -386,3 +386,29 @@ def test_pooled_test_retest_keeps_the_services_clustered_interval():
     assert card["ci_high"] - card["ci_low"] > naive[1] - naive[0]  # wider than Wilson over the pairs
     few = _from_rate(clustered_share(hits[:3], pairs[:3]), 12)
     assert few["value"] is None and few["too_wide"] and few["ci_low"] is not None
+
+
+def test_alpha_on_the_card_follows_the_coefficient_rule(study):
+    """Issue 12: the card's alphas are the service's, with the BCa interval, and one whose interval is wider
+    than MAX_COEFFICIENT_WIDTH says "too little data" with its interval (8 images: interval alpha does)."""
+    from labeling.services.consensus import MAX_COEFFICIENT_WIDTH
+
+    facts = make_facts(study["project"])
+    service = phase_summary(study["cal1"])["agreement"]["alpha"]
+    alpha = by_kind(facts, "calibration_1")["alpha"]
+    assert "BCa" in alpha["interval_method"] and "BCa" in facts["intervals"]["alpha"]
+    agreement = section(card_render(facts)["data_card.md"].decode(), "Agreement")
+    for level, text in (("ordinal", "Krippendorff's alpha (ordinal): "), ("interval", "Interval alpha alongside: ")):
+        s, card = service[level], alpha[level]
+        assert (card["value"], card["ci_low"], card["ci_high"], card["reason"]) == (
+            s["value"],
+            s["low"],
+            s["high"],
+            s["reason"],
+        )
+        assert s["low"] is not None and (s["high"] - s["low"] > MAX_COEFFICIENT_WIDTH) == s["too_wide"]
+        if s["value"] is None:
+            assert f"{text}not reported (too little data: n=8 images with 2+ labels, 95% interval" in agreement
+        else:
+            assert f"{text}{s['value']:.3f} (95% CI {s['low']:.3f} to {s['high']:.3f}" in agreement
+    assert service["interval"]["too_wide"]  # so the hidden branch above ran

@@ -72,12 +72,16 @@ class ProjectDashboardViewSet(viewsets.GenericViewSet):
         parameters=[_PHASE],
         responses={200: OpenApiTypes.OBJECT},
         description=(
-            "Per phase: consensus rates, % exact / within one tone, Krippendorff's alpha (ordinal with a "
-            f"95% image-bootstrap CI, interval alongside), Fleiss' kappa, k-of-n agreement, unique values "
+            "Per phase: consensus rates, % exact / within one tone, Krippendorff's alpha (ordinal and "
+            "interval), Fleiss' kappa, k-of-n agreement, unique values "
             "per image, label distribution, labeler x labeler quadratic-weighted kappa; per labeler: "
             "workload, baseline and its drift, bias against the other labelers, alpha without them, "
-            "test-retest. A number computed from too little data is null with a `reason` "
-            f"(fewer than {consensus_services.MIN_IMAGES} images with 2+ labels). Labelers by pseudonym."
+            "test-retest. Rates and shares carry a 95% interval (`low`, `high`, `n`); so do alpha and the "
+            "kappas (BCa bootstrap over images; the matrix as `low` / `high` / `too_wide`). A number computed "
+            "from too little data is null with a `reason`: fewer than "
+            f"{consensus_services.MIN_IMAGES} images with 2+ labels, or an interval wider than "
+            f"{consensus_services.MAX_INTERVAL_WIDTH:g} (shares) or {consensus_services.MAX_COEFFICIENT_WIDTH:g} "
+            "(coefficients on the -1 to 1 scale; `too_wide` true, the interval kept). Labelers by pseudonym."
         ),
     )
     @action(detail=True, methods=["get"], url_path="consensus", url_name="consensus")

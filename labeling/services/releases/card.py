@@ -92,7 +92,12 @@ def _num(value: float | None, digits: int = 3) -> str:
 
 
 def _stat(block: dict[str, Any], digits: int = 3) -> str:
-    return _num(block["value"], digits) if block["value"] is not None else f"not reported ({block['reason']})"
+    """A statistic, with its 95% interval when it has one (a kappa), or why it is not reported."""
+    if block["value"] is None:
+        return f"not reported ({block['reason']})"
+    if block.get("ci_low") is not None and block.get("ci_high") is not None:
+        return f"{_num(block['value'], digits)} (95% CI {block['ci_low']:.2f} to {block['ci_high']:.2f})"
+    return _num(block["value"], digits)
 
 
 def _date(text: str | None) -> str:
@@ -308,8 +313,14 @@ def _alpha_text(alpha: dict) -> str:
             f"{alpha['interval_method']}, {alpha['n_resamples']} resamples)"
         )
     text += f": {ordinal['reading'] or ordinal['interpretation']}."
-    if alpha["interval"]["value"] is not None:
-        text += f" Interval alpha alongside: {alpha['interval']['value']:.3f}."
+    interval = alpha["interval"]
+    if interval["value"] is not None:
+        text += f" Interval alpha alongside: {interval['value']:.3f}"
+        if interval.get("ci_low") is not None:
+            text += f" (95% CI {interval['ci_low']:.3f} to {interval['ci_high']:.3f})"
+        text += "."
+    elif (interval.get("reason") or "").startswith("too little data: n="):
+        text += f" Interval alpha alongside: not reported ({interval['reason']})."
     return text
 
 
@@ -859,6 +870,11 @@ def _plot_agreement(fig, facts: dict) -> None:
     for xi, phase in zip(x, phases, strict=True):
         ordinal = phase["alpha"]["ordinal"]
         if ordinal["value"] is None:
+            if ordinal.get("too_wide") and ordinal["ci_low"] is not None:
+                # Too uncertain to report: the interval alone, no point.
+                left.plot([xi, xi], [ordinal["ci_low"], ordinal["ci_high"]], color=_RED, linewidth=1.2)
+                left.annotate("too little data", (xi, ordinal["ci_high"]), ha="center", va="bottom", fontsize=7)
+                continue
             left.annotate("too little\ndata", (xi, 0.5), ha="center", va="center", fontsize=7, color=_RED)
             continue
         lo = ordinal["ci_low"] if ordinal["ci_low"] is not None else ordinal["value"]
@@ -875,7 +891,7 @@ def _plot_agreement(fig, facts: dict) -> None:
     left.set_xlim(-0.6, len(phases) - 0.4)
     left.set_ylim(-0.2, 1.05)
     left.set_ylabel("Krippendorff's alpha (ordinal)")
-    left.set_title("Alpha, 95% bootstrap interval", fontsize=9, loc="left")
+    left.set_title("Alpha, 95% BCa bootstrap interval", fontsize=9, loc="left")
     measures = (("near", "#2f5d8a"), ("overlap", "#7fa7c9"), ("complete", "#c9d9e8"))
     width = 0.26
     wide_labelled = False

@@ -26,7 +26,14 @@ from metrics.intervals import wilson_interval
 from ...models import Assignment, Image, Label, LabelRevision, Membership, Phase, Project, Reflection, Subject
 from ..baselines import FLAG_NAMES, baseline_correlations, baseline_summary
 from ..consensus import MIN_IMAGES, UNDER_REPRESENTED, test_retest_compute
-from ..consensus.numbers import MAX_INTERVAL_WIDTH, interval_too_wide, json_clean, too_little, too_wide
+from ..consensus.numbers import (
+    MAX_COEFFICIENT_WIDTH,
+    MAX_INTERVAL_WIDTH,
+    interval_too_wide,
+    json_clean,
+    too_little,
+    too_wide,
+)
 from .agreement import phase_agreement
 from .memory import memory_release
 from .rules import CARD_FIELDS, CATEGORIES
@@ -58,6 +65,8 @@ NOT_RECORDED = "(not recorded)"
 SUBJECT_ROWS = 2000
 NO_SUBJECT = "(no subject)"
 
+#: How alpha's and the kappas' 95% intervals are computed (``metrics.agreement.bootstrap``).
+ALPHA_INTERVAL = "image bootstrap, BCa (bias-corrected and accelerated)"
 ALPHA_READINGS = {
     "reliable": "reliable (alpha at least .800)",
     "tentative": "tentative (alpha from .667 to .800): draw only tentative conclusions",
@@ -146,7 +155,8 @@ FIELD_MEANINGS: dict[str, dict[str, str]] = {
         "5 images, or a Wilson 95% interval over retest_n wider than 50 percentage points).",
         "retest_within_one": "Share of those within one tone of each other; empty with too little data (as "
         "retest_exact).",
-        "retest_weighted_kappa": "Quadratic-weighted kappa between the two rounds.",
+        "retest_weighted_kappa": "Quadratic-weighted kappa between the two rounds; empty with too little data "
+        "(fewer than 5 images or a 95% interval wider than 0.5).",
         "retest_mean_shift": "Mean of (calibration 2 - calibration 1): + = drifted deeper.",
         "profile_shared": "Whether the labeler agreed to share the profile fields below (empty otherwise).",
         "expertise": "Shared profile field: the labeler's expertise, as the labeler gave it.",
@@ -571,11 +581,17 @@ def _alpha(block: dict[str, Any]) -> dict[str, Any]:
             "interpretation": reading,
             "reading": ALPHA_READINGS.get(reading) if reading else None,
             "reason": ordinal["reason"],
+            "too_wide": bool(ordinal.get("too_wide")),
         },
-        "interval": {"value": block["interval"]["value"], "reason": block["interval"]["reason"]},
+        "interval": {
+            "value": block["interval"]["value"],
+            "ci_low": block["interval"].get("low"),
+            "ci_high": block["interval"].get("high"),
+            "reason": block["interval"]["reason"],
+        },
         "confidence": block["confidence"],
         "n_resamples": block["n_resamples"],
-        "interval_method": "image bootstrap, percentile",
+        "interval_method": ALPHA_INTERVAL,
     }
 
 
@@ -655,7 +671,12 @@ def _retest_row(row: dict[str, Any]) -> dict[str, Any]:
         "n": n,
         "exact": _from_rate(row["exact"], n),
         "within_one": _from_rate(row["within_one"], n),
-        "weighted_kappa": {"value": row["weighted_kappa"]["value"], "reason": row["weighted_kappa"]["reason"]},
+        "weighted_kappa": {
+            "value": row["weighted_kappa"]["value"],
+            "ci_low": row["weighted_kappa"].get("low"),
+            "ci_high": row["weighted_kappa"].get("high"),
+            "reason": row["weighted_kappa"]["reason"],
+        },
         "mean_shift": {"value": row["mean_shift"]["value"], "reason": row["mean_shift"]["reason"]},
     }
 
@@ -929,8 +950,10 @@ def card_facts(
             "proportions": "Wilson score interval",
             "pooled_test_retest": "clustered by image: ratio estimator, cluster-robust variance, Wilson score "
             "interval on the effective sample size (Korn and Graubard 1998)",
-            "too_little_data": f"a share whose interval is wider than {MAX_INTERVAL_WIDTH:g} is not reported",
-            "alpha": "image bootstrap, percentile",
+            "too_little_data": f"a share whose interval is wider than {MAX_INTERVAL_WIDTH:g} is not reported, "
+            f"nor an agreement coefficient (alpha, kappa) whose interval is wider than {MAX_COEFFICIENT_WIDTH:g}",
+            "alpha": ALPHA_INTERVAL,
+            "kappa": ALPHA_INTERVAL,
             "spearman": "bootstrap over images, percentile (above 5,000 images: Fisher's z, Bonett-Wright variance)",
         },
         "release": _release(release_info),
