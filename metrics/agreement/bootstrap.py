@@ -23,6 +23,7 @@ import numpy.typing as npt
 from scipy.special import ndtr, ndtri
 
 from ._data import LevelOfMeasurement, _as_reliability_data, _check_level, _domain
+from .kappa import _category_positions, _disagreement_weights, fleiss_kappa
 from .krippendorff import _distance_matrix, interpret_alpha
 
 __all__ = [
@@ -442,8 +443,6 @@ def bootstrap_cohen_kappa(
     >>> bool(r.low <= r.estimate <= r.high), r.n_units
     (True, 200)
     """
-    from .kappa import _category_positions, _disagreement_weights
-
     _check_bootstrap_arguments(confidence, n_resamples)
     x = np.asarray(a, dtype=np.float64).ravel()
     y = np.asarray(b, dtype=np.float64).ravel()
@@ -498,8 +497,6 @@ def bootstrap_fleiss_kappa(
     >>> round(r.estimate, 4), bool(r.low <= r.estimate <= r.high)
     (0.3333, True)
     """
-    from .kappa import fleiss_kappa
-
     _check_bootstrap_arguments(confidence, n_resamples)
     table = np.asarray(counts, dtype=np.float64)
     estimate = fleiss_kappa(table)  # validates
