@@ -25,16 +25,15 @@ MIN_IMAGES = 5
 MAX_INTERVAL_WIDTH = 0.5
 #: The same rule for the agreement coefficients on the [-1, 1] scale (Krippendorff's alpha, ordinal and
 #: interval, and without each labeler; Fleiss' kappa; the labeler x labeler and test-retest weighted
-#: kappas): each carries its 95%
-#: BCa bootstrap interval over images (``metrics.agreement.bootstrap``), and one whose interval is wider
-#: than ``MAX_COEFFICIENT_WIDTH`` is replaced by "too little data: n=..., 95% interval a to b" (the
-#: interval stays in the dict). 0.5 is the same absolute width as a share's rule, a quarter of the
-#: coefficient's range; a coefficient known only to within more than half a unit cannot be read
-#: (.40 to .95 is "not reliable", "tentative" and "reliable" at once). On planted data (4 labelers,
-#: true alpha .44-.91, ``bench/sim_alpha_coverage.py``) 30 images give alpha intervals 0.11-0.37 wide
-#: (median), never over 0.5; 10 images are over 0.5 15-62% of the time, 5 images 35-70% (the lower the
-#: agreement, the wider). Applied by :func:`coefficient_stat` on the dashboard and in
-#: the API, and on the data card, which reads the same dicts (``releases.card_facts._alpha``).
+#: kappas): each carries its 95% BCa bootstrap interval over images (``metrics.agreement.bootstrap``), and
+#: one whose interval is wider than ``MAX_COEFFICIENT_WIDTH`` is replaced by "too little data: n=..., 95%
+#: interval a to b" (the interval stays in the dict, ``too_wide`` True). 0.5 is the same absolute width as
+#: a share's rule, a quarter of the coefficient's range; a coefficient known only to within more than half
+#: a unit cannot be read (.40 to .95 is "not reliable", "tentative" and "reliable" at once). On planted
+#: data (4 labelers, true alpha .44-.91, ``bench/sim_alpha_coverage.py``) 30 images give alpha intervals
+#: 0.11-0.37 wide (median), never over 0.5; 10 images are over 0.5 15-62% of the time, 5 images 35-70% (the
+#: lower the agreement, the wider). Applied by :func:`coefficient_stat` on the dashboard and in the API,
+#: and on the data card, which reads the same dicts (``releases.card_facts._alpha``).
 MAX_COEFFICIENT_WIDTH = 0.5
 #: An image is flagged when its labels span this many tones or more. This project's
 #: choice: seed 000 gives no such threshold (issue 12).
