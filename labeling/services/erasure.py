@@ -8,7 +8,9 @@ entries, tone examples, the import reports' file names of those images, and the 
 What stays: a :class:`~labeling.models.SubjectErasure` record (when, by whom, the subject's external id, counts,
 which published releases contained the subject and which evaluation runs were made on them) and an audit entry.
 Releases are immutable files and are not rewritten: the record lists them, and their pages and API say that the
-subject was erased after they were made (:func:`release_erasures`). Their ``ReleaseImage`` rows stay too (part of
+subject was erased after they were made (:func:`release_erasures`), and so do their downloads: the data cards with
+a notice block at the top, the zip with an ``ERASURE_NOTICE.md`` (``services.erasure_notice``; ``?original=1``
+gives the published bytes). Their ``ReleaseImage`` rows stay too (part of
 the published release), with the image link emptied.
 
 Refused on an archived project, and while a release, an evaluation or a baseline/derivatives job of the project

@@ -3,6 +3,9 @@ the app records that it happened and which releases contained the subject (relea
 so from then on), and nothing of the subject remains on disk."""
 
 import hashlib
+import io
+import json
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -163,6 +166,101 @@ def test_a_release_made_before_says_so_and_one_made_after_does_not(world, lead, 
     page = client.get(f"/projects/{project.pk}/releases/1/").content.decode()
     assert f"Subject {GONE} was erased on" in page and "after this release was made" in page
     assert "erased" not in client.get(f"/projects/{project.pk}/releases/{second.version}/").content.decode()
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def body(response) -> bytes:
+    return b"".join(response.streaming_content) if response.streaming else response.content
+
+
+def test_a_release_made_before_carries_the_notice_in_its_downloaded_cards_and_zip(world, lead, client, client_for):
+    """The files on disk stay as published; the downloads say what was erased since, each telling how to get the
+    published bytes back (strip the block, or ?original=1), and never the erasure's reason."""
+    from labeling.services import erasure_notice
+
+    project, release = world["project"], world["release"]
+    erasure.subject_erase(project=project, external_id=GONE, user=lead, confirm=GONE, reason="private reason 41")
+    release.refresh_from_db()
+    second = publish(project, lead)
+    api = client_for(lead)
+    base = f"/api/projects/{project.pk}/releases/1"
+    files = release.manifest["files"]
+    for name in erasure_notice.CARD_FILES:
+        on_disk = release_services.release_file_path(release, name).read_bytes()
+        assert sha256(on_disk) == files[name]["sha256"]  # never rewritten
+        served = api.get(f"{base}/files/{name}")
+        assert served.status_code == 200 and served["X-Erasure-Notice"] == "1"
+        assert served["Cache-Control"] == "private, no-cache"
+        data = body(served)
+        text = data.decode()
+        assert erasure_notice.BEGIN in text and erasure_notice.END in text
+        assert f"Subject {GONE} was erased on" in text and "after this release was made" in text
+        assert f"{base}/files/{name}?original=1" in text and "private reason 41" not in text
+        if name.endswith(".md"):
+            assert text.startswith(erasure_notice.BEGIN)
+        else:  # at the top of the page's body, the document's head untouched
+            assert text.index("<body>") < text.index(erasure_notice.BEGIN) < text.index("<h1")
+        assert erasure_notice.card_strip(data) == on_disk
+        # Deleting the marked lines by hand, as the notice says, gives the published bytes too.
+        lines, keep, skipping = data.decode().splitlines(keepends=True), [], False
+        for line in lines:
+            if line.startswith("<!-- BEGIN FAIRTONE ERASURE NOTICE"):
+                skipping = True
+            if not skipping:
+                keep.append(line)
+            if line.startswith(erasure_notice.END):
+                skipping = False
+        assert sha256("".join(keep).encode()) == files[name]["sha256"]
+        original = api.get(f"{base}/files/{name}", {"original": "1"})
+        assert body(original) == on_disk and "X-Erasure-Notice" not in original
+    # Another file of the release is served as it is.
+    assert sha256(body(api.get(f"{base}/files/images.csv"))) == files["images.csv"]["sha256"]
+
+    zip_path = release_services.release_zip_path(release)
+    served = api.get(f"{base}/download/")
+    assert served.status_code == 200 and served["X-Erasure-Notice"] == "1"
+    data = body(served)
+    assert int(served["Content-Length"]) == len(data)
+    with zipfile.ZipFile(zip_path) as published, zipfile.ZipFile(io.BytesIO(data)) as archive:
+        assert archive.testzip() is None
+        top = published.namelist()[0].split("/")[0]
+        assert archive.namelist() == [*published.namelist(), f"{top}/ERASURE_NOTICE.md"]
+        for name in published.namelist():
+            assert archive.read(name) == published.read(name), name
+        notice = archive.read(f"{top}/ERASURE_NOTICE.md").decode()
+    assert f"Subject {GONE} was erased on" in notice and "manifest does not list it" in notice
+    assert f"{base}/download/?original=1" in notice
+    assert "ERASURE_NOTICE" not in json.dumps(release.manifest)
+    original = api.get(f"{base}/download/", {"original": "true"})
+    assert sha256(body(original)) == release.manifest["zip"]["sha256"] == sha256(zip_path.read_bytes())
+
+    # The release's page says so, with a link to the zip as published.
+    client.force_login(lead)
+    page = client.get(f"/projects/{project.pk}/releases/1/").content.decode()
+    assert "download with an erasure notice added" in page and f"{base}/download/?original=1" in page
+    assert "erasure notice" not in client.get(f"/projects/{project.pk}/releases/{second.version}/").content.decode()
+
+    # A release made after the erasure: no notice anywhere.
+    after = f"/api/projects/{project.pk}/releases/{second.version}"
+    card = api.get(f"{after}/files/data_card.md")
+    assert "X-Erasure-Notice" not in card and erasure_notice.BEGIN.encode() not in body(card)
+    assert sha256(body(api.get(f"{after}/download/"))) == second.manifest["zip"]["sha256"]
+    for bad in ("", "yes", "2"):
+        assert api.get(f"{base}/download/", {"original": bad}).status_code == 400
+        assert api.get(f"{base}/files/data_card.md", {"original": bad}).status_code == 400
+
+
+def test_a_release_without_erasures_downloads_as_published(world, lead, client_for):
+    project, release = world["project"], world["release"]
+    api = client_for(lead)
+    base = f"/api/projects/{project.pk}/releases/1"
+    for name in ("data_card.md", "data_card.html"):
+        served = api.get(f"{base}/files/{name}")
+        assert sha256(body(served)) == release.manifest["files"][name]["sha256"] and "X-Erasure-Notice" not in served
+    assert sha256(body(api.get(f"{base}/download/"))) == release.manifest["zip"]["sha256"]
 
 
 def test_refusals_leave_everything_in_place(world, lead, media_root):

@@ -4,10 +4,13 @@ Leads and reviewers read and download; only leads make or cancel a release. Labe
 get 403, anyone else 404 (the one access rule, ``selectors.project_access``).
 """
 
+import logging
 import mimetypes
+import zipfile
 
-from django.http import FileResponse
+from django.http import FileResponse, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
+from django.utils.http import content_disposition_header
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status, viewsets
@@ -17,6 +20,7 @@ from rest_framework.response import Response
 
 from ... import selectors
 from ...models import Membership, Phase, Project, Release
+from ...services import erasure_notice
 from ...services import releases as release_services
 from ...services.releases.rules import MAX_MIN_VALID_LABELS
 from .. import serializers as s
@@ -29,6 +33,16 @@ _KINDS = "|".join(Phase.Kind.values)
 _PROJECT = OpenApiParameter("project_pk", int, OpenApiParameter.PATH, description="Project id.")
 _VERSION = OpenApiParameter("version", int, OpenApiParameter.PATH, description="Release version (1, 2, ...).")
 _PATH = OpenApiParameter("path", str, OpenApiParameter.PATH, description="A file the release's manifest lists.")
+_ORIGINAL = OpenApiParameter(
+    "original",
+    bool,
+    description=(
+        "true: the file as published, byte for byte (its SHA-256 is the manifest's). Without it, a release made "
+        "before a subject it contains was erased is served with an erasure notice: at the top of data_card.md "
+        "and data_card.html, and as ERASURE_NOTICE.md in the zip."
+    ),
+)
+logger = logging.getLogger(__name__)
 
 
 def _rule_from_query(params) -> dict:
@@ -50,6 +64,27 @@ def _rule_from_query(params) -> dict:
     if include:
         rule["include"] = include
     return rule
+
+
+def _original(params) -> bool:
+    raw = params.get("original")
+    if raw is None:
+        return False
+    if raw.strip().lower() in ("1", "true"):
+        return True
+    if raw.strip().lower() in ("0", "false"):
+        return False
+    raise ValidationError(
+        {"original": "true (or 1) for the file as published; false (or 0) or left out: with notices."}
+    )
+
+
+def _attachment(response, filename: str):
+    response["Content-Disposition"] = content_disposition_header(True, filename)
+    response["X-Content-Type-Options"] = "nosniff"
+    # What a card or the zip carries can change (an erasure adds a notice): revalidated, not kept an hour.
+    response["Cache-Control"] = "private, no-cache"
+    return response
 
 
 def _file_response(path, *, filename: str) -> FileResponse:
@@ -114,7 +149,7 @@ class ReleaseViewSet(viewsets.GenericViewSet):
         release = release_services.release_cancel(self.release(Membership.Role.LEAD), user=request.user)
         return Response(s.ReleaseDetailSerializer(release).data)
 
-    @extend_schema(parameters=[_VERSION, _PATH], responses=_FILE)
+    @extend_schema(parameters=[_VERSION, _PATH, _ORIGINAL], responses=_FILE)
     def files(self, request, project_pk=None, version=None, path=None):
         """Download one file of a published release (one its manifest lists), e.g. ``images.parquet``.
 
@@ -123,9 +158,20 @@ class ReleaseViewSet(viewsets.GenericViewSet):
         found = release_services.release_file_path(release, path or "")
         if found is None:
             raise NotFound("No such file in this release.")
-        return _file_response(found, filename=path.rsplit("/", 1)[-1])
+        filename = path.rsplit("/", 1)[-1]
+        original = _original(request.query_params)
+        if path not in erasure_notice.CARD_FILES:
+            return _file_response(found, filename=filename)
+        notices = [] if original else erasure_notice.release_notices(release)
+        if not notices:
+            return _attachment(_file_response(found, filename=filename), filename)
+        data = erasure_notice.card_with_notice(release, path, found.read_bytes(), notices, f"{request.path}?original=1")
+        content_type = "text/plain; charset=utf-8" if path.endswith(".md") else "text/html; charset=utf-8"
+        response = _attachment(HttpResponse(data, content_type=content_type), filename)
+        response["X-Erasure-Notice"] = str(len(notices))
+        return response
 
-    @extend_schema(parameters=[_VERSION], responses=_ZIP)
+    @extend_schema(parameters=[_VERSION, _ORIGINAL], responses=_ZIP)
     @action(detail=True, methods=["get"])
     def download(self, request, project_pk=None, version=None):
         """Download the release as one zip archive (published releases)."""
@@ -133,7 +179,20 @@ class ReleaseViewSet(viewsets.GenericViewSet):
         path = release_services.release_zip_path(release) if release.status == Release.Status.PUBLISHED else None
         if path is None or not path.is_file():
             raise NotFound("This release has no archive (it is not published).")
-        return _file_response(path, filename=path.name)
+        notices = [] if _original(request.query_params) else erasure_notice.release_notices(release)
+        if notices:
+            try:
+                size, chunks = erasure_notice.zip_with_notice(
+                    path, erasure_notice.notice_file(release, notices, f"{request.path}?original=1")
+                )
+            except (OSError, zipfile.BadZipFile):  # a damaged archive: sent as it is (its checksum will say so)
+                logger.exception("Release %s: its archive could not be read to add the erasure notice", release.pk)
+            else:
+                response = _attachment(StreamingHttpResponse(chunks, content_type="application/zip"), path.name)
+                response["Content-Length"] = str(size)
+                response["X-Erasure-Notice"] = str(len(notices))
+                return response
+        return _attachment(_file_response(path, filename=path.name), path.name)
 
     @extend_schema(
         parameters=[
