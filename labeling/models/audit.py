@@ -2,8 +2,9 @@
 
 A row is never changed or deleted through the app: ``save`` refuses an existing row, ``delete`` refuses
 always, and the manager's ``update``/``delete`` refuse too (so do bulk updates, which go through them). The
-admin shows the log read-only. A row names its project by id and name, not by foreign key, so the log of a
-deleted project (and of an erased subject) stays.
+admin shows the log read-only, and the database refuses an UPDATE or DELETE of a row whoever sends it
+(triggers, ``migrations/0015_audit_log_append_only``). A row names its project by id and name, not by foreign
+key, so the log of a deleted project (and of an erased subject) stays.
 """
 
 from django.db import models

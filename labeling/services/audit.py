@@ -10,7 +10,16 @@ origin, and no user unless the service names one (e.g. the release's requester w
 An entry is written in the caller's transaction: an action that rolls back leaves no entry, and an entry is
 never written for something that did not happen. ``details`` is kept small (long lists are cut, with their
 length recorded) and must never hold a labeler's tone values or profile fields: callers pass counts, ids,
-pseudonyms, reasons.
+pseudonyms, reasons. The database refuses to change or delete an entry too (triggers of migration 0015).
+
+Labelers' own actions are not in this log, by decision: what a lead would need traced of them is traced already,
+where it lives, and is append-only there. Each answer, change of answer, skip (with its reason), relabel and
+correction is an immutable ``LabelRevision`` with its author, time, source and the client's own id
+(``services.labels``; never deleted except by an erasure, ``tests/labeling/test_labels_never_deleted.py``);
+copying them here would put labelers' tone values in the log, which it must never hold. A labeler's profile is
+set by a lead (``membership.*`` entries: which fields, never their values) and a labeler's password is an
+account's, not a project's data. Their calibration reflections are their own words to the lead, kept as the
+latest answer only (a release counts them, nothing more): their edits are not traced, on purpose.
 """
 
 from __future__ import annotations
