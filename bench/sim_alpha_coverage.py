@@ -13,6 +13,14 @@ BCa interval leaves out the estimate (must be 0);
 then the same coverage for the weighted kappa of two labelers (``bootstrap_cohen_kappa``).
 
 ``tests/metrics/test_agreement_intervals.py`` runs a few replications of the same simulation.
+
+Figures (2026-12-02, 300 replications, 30-200 images, true alpha / kappa .44-.92): BCa covers 94.0%
+[93.4, 94.5] of 7,200 intervals, percentile 94.2% [93.7, 94.8]; the estimate was never outside either.
+With 200 replications and 10 images as well: at 10 images BCa does better where agreement is high
+(alpha .92: 87.0% vs 72.0%; alpha .98: 95.5% vs 90.5%), and the percentile interval left out the
+estimate once in 4,000 alpha intervals, BCa never. Weighted kappa of two labelers on 10 images at
+kappa .98 covers 71%: most such samples agree perfectly, every resample gives kappa = 1 and the interval
+is [1, 1] (the "at-est" column); no bootstrap interval can do better there.
 """
 
 from __future__ import annotations
@@ -36,8 +44,10 @@ N_LABELERS = 4
 MISSING = 0.1
 #: True tones: most images in the middle of the scale (as on a real skin-tone scale).
 TRUTH = np.array([2, 5, 9, 14, 17, 17, 14, 10, 7, 5], dtype=np.float64) / 100
-#: Labeler error standard deviations (tones): high, medium, low and poor reliability.
-SDS = (0.6, 1.0, 1.6, 2.4)
+#: Labeler error standard deviations (tones): near-perfect, high, medium, low and poor reliability.
+SDS = (0.3, 0.6, 1.0, 1.6, 2.4)
+#: Images per simulated phase: 10 (a small calibration, where BCa and percentile differ most) to 200.
+IMAGES = (10, 30, 60, 200)
 
 
 def error_matrix(sd: float) -> np.ndarray:
@@ -137,7 +147,7 @@ def main(runs: int) -> None:
         )
         for sd in SDS:
             truth = true_coefficients(sd)[0 if coverage else 1]
-            for n_images in (30, 60, 200):
+            for n_images in IMAGES:
                 seed = int(sd * 1000) + n_images
                 if coverage is None:
                     r = kappa_coverage(sd, n_images, runs, 1000, seed)
