@@ -68,5 +68,17 @@ def test_a_lead_erases_a_subject_and_sees_it_in_the_audit_log(page, live_server,
     assert not Subject.objects.filter(project=project, external_id="S0").exists()
     page.goto(f"{live_server.url}/projects/{project.pk}/releases/1/")
     expect(page.locator(".erasure-notice").first).to_contain_text("Subject S0 was erased on")
+    expect(page.locator("main")).to_contain_text("download with an erasure notice added")
     page.screenshot(path=str(results_dir / "erase-release-notice.png"), full_page=True)
     assert page_errors == []
+    # The data card as downloaded (an attachment: fetched with the session, then shown as a browser would open
+    # the saved file): the notice is the first thing on the page, above the card's title.
+    card = page.request.get(f"{live_server.url}/api/projects/{project.pk}/releases/1/files/data_card.html")
+    assert card.ok and card.headers["x-erasure-notice"] == "1"
+    page.set_content(card.text())
+    notice = page.locator(".fairtone-erasure-notice")
+    expect(notice).to_be_visible()
+    expect(notice).to_contain_text("Subject S0 was erased on")
+    expect(notice).not_to_contain_text("the person asked")  # the erasure's reason stays in the app
+    assert notice.bounding_box()["y"] < page.locator("h1").bounding_box()["y"]
+    page.screenshot(path=str(results_dir / "erase-card-notice.png"))
