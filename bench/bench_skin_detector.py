@@ -72,7 +72,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="store the figures in colorimetry/skin_evaluation.json")
     args = parser.parse_args()
-    sets = {"development": evaluation.development_cases(), "held_out": evaluation.held_out_cases()}
+    sets = {
+        "development": evaluation.development_cases(),
+        "held_out": evaluation.held_out_cases(),
+        "held_out_2": evaluation.held_out_2_cases(),
+    }
     figures: dict = {
         "algorithm_version": ALGORITHM_VERSION,
         "max_error": MAX_ERROR,

@@ -5,17 +5,19 @@ Monk tones 1-3 and 9-10 outright and to pick orange or beige objects instead of
 a face (DOMAIN.md section 5; issue 12). This module locates skin by geometry
 instead:
 
-1. **Face.** OpenCV's frontal-face Haar cascade (Viola & Jones 2001; the
-   ``haarcascade_frontalface_default.xml`` model that ships *inside* the
-   ``opencv-python-headless`` wheel, under ``cv2.data.haarcascades``: nothing is
-   downloaded at run time, it runs on CPU with NumPy 2). The cascade works on
-   intensity patterns, not colour, so it is run on the grey image after
-   histogram equalisation, then, if nothing was found, after contrast-limited
-   adaptive equalisation (CLAHE), which brings up the features of a dark face in
-   a bright scene. The largest face is measured (``n_faces`` says how many were
-   found). Detection runs on a copy reduced to at most
-   :data:`DETECT_MAX_SIDE` pixels on its long side (faces smaller than about
-   ``24 / DETECT_MAX_SIDE`` of that side are missed and flagged ``no_face``).
+1. **Face.** OpenCV's frontal-face Haar cascades (Viola & Jones 2001; the
+   ``haarcascade_frontalface_default.xml`` and ``_alt.xml`` models that ship
+   *inside* the ``opencv-python-headless`` wheel, under ``cv2.data.haarcascades``:
+   nothing is downloaded at run time, they run on CPU with NumPy 2). A cascade
+   works on intensity patterns, not colour, so it is run on the grey image after
+   histogram equalisation, then, if nothing was found, on the log of the linear
+   luminance, where a dark face has the same internal contrast as a light one;
+   then a box inferred from a pair of eyes, then the second cascade on both
+   views (:func:`detect_faces`). The most confident face is measured
+   (``n_faces`` says how many were found). Detection runs on a copy scaled to
+   :data:`DETECT_MAX_SIDE` pixels on its long side (faces smaller than
+   :data:`MIN_FACE_FRACTION` of the short side are not searched and are flagged
+   ``no_face``).
 2. **Skin regions.** Inside the face box, fixed fractions sample the forehead
    and both cheeks (:data:`SAMPLE_REGIONS`) and leave out the eyes, brows,
    nose tip, lips and the hair line. The fractions fit the proportions of the
@@ -70,6 +72,15 @@ EYE_MAX_SIDE = 480
 #: Cascade confidence below which a detection is not a face. On the evaluation
 #: portraits true faces scored 3.6-9.5 and false ones (a shuttle, a patch) -0.2-1.1.
 MIN_FACE_WEIGHT = 2.5
+#: The second frontal cascade shipped in the wheel (``haarcascade_frontalface_alt``,
+#: Lienhart's tilted-feature cascade), tried when the default one finds nothing on
+#: either grey view. Its confidence is on another scale: a detection counts when it
+#: passes the cascade's own final-stage threshold (104.75, rounded up). It found the
+#: dark recoloured faces of a crop the default cascade missed, and no face on 22
+#: scenes without one (scikit-image's sample data: a shuttle, coffee, a cat, coins,
+#: text, textures and others), as the default cascade finds none there.
+ALT_CASCADE = "haarcascade_frontalface_alt.xml"
+MIN_ALT_FACE_WEIGHT = 105.0
 #: Step between the cascade's scales.
 SCALE_FACTOR = 1.2
 #: Smallest face searched, as a fraction of the image's short side.
@@ -197,7 +208,10 @@ def detect_faces(rgb: np.ndarray) -> tuple[list[tuple[int, int, int, int]], str]
     dark face where the whole-face pattern may not. Two eyes of similar size,
     level, 1.2-4 eye widths apart give a box 2.2 eye distances wide with the eyes
     at 0.38 of its height (the frontal cascade's proportions, measured on the
-    astronaut portrait).
+    astronaut portrait). When no pair is found either, the second frontal cascade
+    (:data:`ALT_CASCADE`, at :data:`MIN_ALT_FACE_WEIGHT`) is tried on both views:
+    last, because on the development portrait it put a face on the suit where the
+    eye pair had found the real one.
 
     Parameters
     ----------
@@ -208,20 +222,37 @@ def detect_faces(rgb: np.ndarray) -> tuple[list[tuple[int, int, int, int]], str]
     -------
     tuple
         ``(boxes, method)``: ``(x, y, width, height)`` boxes in the image's
-        pixels, and ``"frontal_face:<view>"``, ``"eye_pair"`` or ``""`` (none).
+        pixels, and ``"frontal_face:<view>"``, ``"frontal_face_alt:<view>"``,
+        ``"eye_pair"`` or ``""`` (none).
     """
     small, scale = _reduced(rgb, DETECT_MAX_SIDE)
     min_side = max(24, round(MIN_FACE_FRACTION * min(small.shape[:2])))
-    for view, make in _grey_views(small):
-        grey = make()
-        found = [
-            (weight, box)
-            for weight, box in _best(_cascade("haarcascade_frontalface_default.xml"), grey, min_side, SCALE_FACTOR)
-            if weight >= MIN_FACE_WEIGHT
-        ]
+    greys = [(view, make()) for view, make in _grey_views(small)]
+    found = _frontal(greys, "haarcascade_frontalface_default.xml", MIN_FACE_WEIGHT, min_side)
+    if found:
+        view, boxes = found
+        return [tuple(round(v / scale) for v in box) for box in boxes], f"frontal_face:{view}"
+    pairs = _eye_pair_boxes(rgb)
+    if pairs:
+        return pairs, "eye_pair"
+    found = _frontal(greys, ALT_CASCADE, MIN_ALT_FACE_WEIGHT, min_side)
+    if found:
+        view, boxes = found
+        return [tuple(round(v / scale) for v in box) for box in boxes], f"frontal_face_alt:{view}"
+    return [], ""
+
+
+def _frontal(greys, name: str, minimum: float, min_side: int):
+    """``(view, boxes)`` of the first grey view on which cascade ``name`` finds a face, or None."""
+    for view, grey in greys:
+        found = [box for weight, box in _best(_cascade(name), grey, min_side, SCALE_FACTOR) if weight >= minimum]
         if found:
-            boxes = [tuple(round(v / scale) for v in box) for _w, box in found]
-            return boxes, f"frontal_face:{view}"
+            return view, found
+    return None
+
+
+def _eye_pair_boxes(rgb: np.ndarray) -> list[tuple[int, int, int, int]]:
+    """Face boxes inferred from pairs of eyes (see :func:`detect_faces`), best pair first."""
     eyes_image, eye_scale = _reduced(rgb, EYE_MAX_SIDE)
     linear = np.take(_LINEAR_F32, eyes_image)
     eyes = _best(
@@ -244,15 +275,13 @@ def detect_faces(rgb: np.ndarray) -> tuple[list[tuple[int, int, int, int]], str]
             if not 1.2 * size <= distance <= 4.0 * size:
                 continue
             pairs.append((wi + wj, (cxi + cxj) / 2, (cyi + cyj) / 2, distance))
-    if not pairs:
-        return [], ""
     pairs.sort(reverse=True)
     boxes = []
     for _w, cx, cy, distance in pairs:
         side = 2.2 * distance
         box = (cx - side / 2, cy - 0.38 * side, side, side)
         boxes.append(tuple(round(v / eye_scale) for v in box))
-    return boxes, "eye_pair"
+    return boxes
 
 
 def face_skin_mask(rgb: np.ndarray, opaque: np.ndarray | None = None) -> FaceSkin:

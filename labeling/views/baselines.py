@@ -48,7 +48,7 @@ def _detector_evaluation() -> dict[str, Any]:
     rows = []
     for tone in range(1, 11):
         row = {"tone": tone}
-        for name in ("development", "held_out"):
+        for name in ("development", "held_out", "held_out_2"):
             for detector in ("face", "rules"):
                 (found,) = [r for r in sets[name][detector] if r["tone"] == tone]
                 row[f"{name}_{detector}"] = found

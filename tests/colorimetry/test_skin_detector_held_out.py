@@ -11,11 +11,19 @@ of ITA; the misses were Monk 1-3 one stop under on a wrinkled, bespectacled
 face (5.6-7.8 degrees, measured lighter than the whole face), Monk 5 clipped
 at one stop over with a cool cast (5.4, flagged ``clipped_highlights``), and
 Monk 8-10 cropped with distractors, where no face was found (flagged
-``no_face``, no number). The bars below are those of the issue where
-they held (every tone's median error within 5 degrees; a face found in at
-least 5 of 6 cases) and a 10-degree ceiling on any measured case; the
-per-tone figures are stored in ``colorimetry/skin_evaluation.json`` and shown
-on the baselines page.
+``no_face``, no number). colorimetry-2.1.0 adds the second frontal cascade
+after the eye pair: Monk 8 and 9 of that crop are now found and measured
+within 1 degree (55 of 60), Monk 10 still gives no number. Since that change
+was made after seeing this set, a **second held-out set** (``held_out_2``:
+five new conditions on both portraits) was written down before the change was
+run on it: 47 of 50 within 5 degrees, 48 measured (misses: Monk 1 and 3 at
+6.0 and 6.4 degrees, one with ``clipped_highlights``; Monk 10 in a tight warm
+crop gives no number).
+
+The bars below are those of the issue where they held (every tone's median
+error within 5 degrees; a face found in all but one case) and a 10-degree
+ceiling on any measured case; the per-tone figures are stored in
+``colorimetry/skin_evaluation.json`` and shown on the baselines page.
 """
 
 from __future__ import annotations
@@ -38,9 +46,17 @@ def held_out_results(tone: int) -> list[tuple[str, float, dict]]:
     return [(case.name, case.truth_ita, skin_tone_stats(case.rgb)) for case in cases]
 
 
+@functools.cache
+def held_out_2_results(tone: int) -> list[tuple[str, float, dict]]:
+    cases = evaluation.cases(evaluation.grace_hopper(), evaluation.HELD_OUT_2_GRACE_HOPPER_VARIANTS, tones=[tone])
+    cases += evaluation.cases(evaluation.astronaut(), evaluation.HELD_OUT_2_ASTRONAUT_VARIANTS, tones=[tone])
+    return [(case.name, case.truth_ita, skin_tone_stats(case.rgb)) for case in cases]
+
+
 @pytest.mark.parametrize("tone", range(1, 11))
-def test_held_out_cases_of_every_tone(tone: int) -> None:
-    results = held_out_results(tone)
+@pytest.mark.parametrize("set_name", ["held_out", "held_out_2"])
+def test_held_out_cases_of_every_tone(set_name: str, tone: int) -> None:
+    results = held_out_results(tone) if set_name == "held_out" else held_out_2_results(tone)
     figures = figures_of(results)
     assert figures["measured"] >= figures["cases"] - 1  # coverage: a face in at least 5 of 6 cases
     assert figures["median_abs_error"] <= MAX_ITA_ERROR
@@ -48,7 +64,7 @@ def test_held_out_cases_of_every_tone(tone: int) -> None:
     for _name, _truth, stats in results:  # nothing found: no number, and said so
         if stats["ita_median"] is None:
             assert {"no_face", "too_little_skin"} <= set(stats["flags"])
-    stored = stored_row("held_out", tone)
+    stored = stored_row(set_name, tone)
     assert (figures["cases"], figures["measured"], figures["within"]) == (
         stored["cases"],
         stored["measured"],
