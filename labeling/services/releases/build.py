@@ -34,7 +34,7 @@ from .card import card_render
 from .card_facts import card_facts, card_project_facts
 from .diff import ImageRow, release_image_rows, rows_diff
 from .finalise import context_load, release_chunks
-from .memory import memory_release
+from .memory import build_memory, memory_release
 from .rules import CATEGORIES, rule_stored
 from .storage import (
     TMP_MARK,
@@ -199,6 +199,8 @@ def release_write(
             folder.abort()
         raise
     labelers = tally.table(project, pseudonyms)
+    del tally
+    memory_release()
     beat()
     with TableWriter(out_dir, "labelers", LABELERS_SCHEMA) as labeler_writer:
         labeler_writer.write(labelers)
@@ -394,10 +396,11 @@ def release_build(release: Release, *, final_attempt: bool = True) -> Release:
         # An earlier attempt that died between the rename and the commit: not published, so not visible.
         remove_quietly(release_dir(release))
         beat()
-        result = release_write(release, tmp, on_chunk=progress, beat=beat)
-        zip_info = zip_write(tmp, tmp_zip, top=top, beat=beat)
-        beat()
-        _publish(release, tmp, tmp_zip, result, zip_info, f"{top}.zip")
+        with build_memory():
+            result = release_write(release, tmp, on_chunk=progress, beat=beat)
+            zip_info = zip_write(tmp, tmp_zip, top=top, beat=beat)
+            beat()
+            _publish(release, tmp, tmp_zip, result, zip_info, f"{top}.zip")
     except Cancelled:
         _remove_unpublished(release, tmp, tmp_zip, top)
         release.refresh_from_db()

@@ -35,8 +35,9 @@ from PIL import Image as PILImage
 from PIL import ImageOps
 
 FORMATS = ("csv", "jsonl", "parquet")
-# Rows formatted to CSV / JSON Lines text at a time, and the largest Parquet row group.
-CHUNK_ROWS = 8192
+# Rows formatted to CSV / JSON Lines text at a time (the text of a batch is held until written: smaller
+# batches, the same bytes), and the largest Parquet row group.
+CHUNK_ROWS = 2048
 ROW_GROUP_ROWS = 65536
 PARQUET_OPTIONS: dict[str, Any] = {
     # Every option that changes the bytes is pinned, so that a new pyarrow default does not change them.

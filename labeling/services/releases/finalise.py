@@ -42,8 +42,9 @@ from .rules import CATEGORIES
 CHUNK_IMAGES = 2000
 #: Rows per round trip when the project's images are streamed from the database.
 DB_CHUNK = 2000
-#: Rows per round trip when the labels, revisions and baselines are streamed from the database.
-STREAM_ROWS = 10000
+#: Rows per round trip when the labels, revisions and baselines are streamed from the database (each
+#: fetch is held by the driver while it is read: 10,000 added about 10 MB to a build's RSS at 250,000 images).
+STREAM_ROWS = 2000
 
 LABEL_FIELDS = (
     "id",

@@ -4,15 +4,29 @@ glibc keeps the pages of freed blocks (large NumPy and row buffers included) in 
 the build's RSS would only grow from stage to stage; ``malloc_trim(0)`` returns every free page. Measured
 at 250,000 images x 4 labels: after the data card's agreement, 256 -> 232 MB. Nothing happens where the
 C library has no ``malloc_trim`` (musl, macOS).
+
+:func:`build_memory` is the setting a build runs in: Arrow's buffers from the C library's allocator (whose
+free pages ``malloc_trim`` gives back; Arrow's default jemalloc pool keeps them), and glibc's thresholds
+fixed, so that a large block freed is returned to the system instead of raising the threshold under
+which later large blocks stay in the heap. Measured at 250,000 images x 4 labels (with the smaller
+fetches and text batches of the same change): the tables' plateau 313 -> 282 MB.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import functools
 import gc
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+
+#: glibc's ``mallopt`` parameters (malloc.h) and the values a build sets: blocks from 256 KiB are mapped
+#: apart (and unmapped when freed), free memory above 1 MiB at the top of the heap is given back.
+M_TRIM_THRESHOLD = -1
+M_MMAP_THRESHOLD = -3
+MMAP_THRESHOLD_BYTES = 256 * 1024
+TRIM_THRESHOLD_BYTES = 1024 * 1024
 
 
 @functools.cache
@@ -21,6 +35,41 @@ def _malloc_trim() -> Callable[[int], int] | None:
         return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
     except (OSError, AttributeError):
         return None
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL | None:
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    except OSError:
+        return None
+
+
+def _malloc_fixed_thresholds() -> None:
+    """Fix glibc's mmap and trim thresholds (once per process; nothing elsewhere)."""
+    libc = _libc()
+    mallopt = getattr(libc, "mallopt", None) if libc is not None else None
+    if mallopt is not None and _malloc_trim() is not None:  # glibc
+        mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
+        mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES)
+
+
+@contextlib.contextmanager
+def build_memory() -> Iterator[None]:
+    """Run a release build with Arrow on the system allocator and glibc's thresholds fixed (see the module).
+
+    Arrow's previous default pool is restored on exit; the thresholds stay fixed (glibc cannot go back to
+    its adaptive ones), which only makes the process give memory back sooner."""
+    import pyarrow as pa
+
+    _malloc_fixed_thresholds()
+    previous = pa.default_memory_pool()
+    pa.set_memory_pool(pa.system_memory_pool())
+    try:
+        yield
+    finally:
+        pa.set_memory_pool(previous)
+        memory_release()
 
 
 def memory_release() -> None:

@@ -345,39 +345,71 @@ def label_table(
 
 
 class LabelerTally:
-    """Per labeler over the release: labels, counted labels, images, and their counted values for the bias."""
+    """Per labeler over the release: labels, counted labels, and their counted values for the bias.
+
+    Compact: per labeler, one value per image of the release (NaN: no counted value), as float32 while
+    every counted value is exactly a float32 (tone positions and half-steps are), float64 otherwise;
+    nothing per label is kept. A labeler counts at most once per image (``finalise.counted_labels``), so
+    the images with a counted label of a labeler are as many as their counted labels."""
 
     def __init__(self) -> None:
         self.n_labels: dict[int, int] = defaultdict(int)
         self.n_counted: dict[int, int] = defaultdict(int)
         self._offset = 0
-        self._image: list[np.ndarray] = []
-        self._labeler: list[np.ndarray] = []
-        self._value: list[np.ndarray] = []
+        self._exact32 = True
+        # labeler id -> (image offset where their first chunk starts, the chunks' values from there on).
+        self._values: dict[int, tuple[int, list[np.ndarray]]] = {}
 
     def add(self, chunk: Chunk) -> None:
-        labeler, value = chunk.label_labeler, chunk.label_value
+        labeler, value, counted = chunk.label_labeler, chunk.label_value, chunk.counted
         for labeler_id, n in zip(*np.unique(labeler, return_counts=True), strict=True):
             self.n_labels[int(labeler_id)] += int(n)
-        for labeler_id, n in zip(*np.unique(labeler[chunk.counted], return_counts=True), strict=True):
+        n_images = len(chunk.images)
+        counted_labeler = labeler[counted]
+        counted_image = chunk.label_image[counted]
+        counted_value = value[counted]
+        for labeler_id, n in zip(*np.unique(counted_labeler, return_counts=True), strict=True):
             self.n_counted[int(labeler_id)] += int(n)
-        self._image.append(chunk.label_image[chunk.counted] + self._offset)
-        self._labeler.append(labeler[chunk.counted])
-        self._value.append(value[chunk.counted])
-        self._offset += len(chunk.images)
+        if self._exact32 and counted_value.size:
+            narrow = counted_value.astype(np.float32).astype(np.float64)
+            if not np.array_equal(narrow, counted_value, equal_nan=True):
+                self._exact32 = False
+                for _start, parts in self._values.values():
+                    parts[:] = [part.astype(np.float64) for part in parts]
+        dtype = np.float32 if self._exact32 else np.float64
+        for labeler_id in np.unique(counted_labeler).tolist():
+            start, parts = self._values.setdefault(labeler_id, (self._offset, []))
+            done = sum(part.size for part in parts)
+            if start + done < self._offset:  # chunks without a counted label of theirs
+                parts.append(np.full(self._offset - start - done, np.nan, dtype=dtype))
+            row = np.full(n_images, np.nan, dtype=dtype)
+            mine = counted_labeler == labeler_id
+            row[counted_image[mine]] = counted_value[mine]
+            parts.append(row)
+        self._offset += n_images
+
+    def _rows(self, labeler_ids: list[int]) -> list[np.ndarray]:
+        """Each labeler's value per image of the release (NaN: none), as one array each; the parts freed."""
+        rows = []
+        for labeler_id in labeler_ids:
+            start, parts = self._values.pop(labeler_id)
+            dtype = parts[0].dtype
+            row = np.full(self._offset, np.nan, dtype=dtype)
+            position = start
+            for part in parts:
+                row[position : position + part.size] = part
+                position += part.size
+            parts.clear()
+            rows.append(row)
+        return rows
 
     def table(self, project: Project, pseudonyms: dict[int, str]) -> pa.Table:
         """One row per labeler with a label in the release, by pseudonym."""
-        image = np.concatenate(self._image) if self._image else np.zeros(0, dtype=np.int64)
-        labeler = np.concatenate(self._labeler) if self._labeler else np.zeros(0, dtype=np.int64)
-        value = np.concatenate(self._value) if self._value else np.zeros(0)
         ids = sorted(self.n_labels, key=lambda i: (pseudonyms.get(i, ""), i))
         bias = None
-        counted_ids = sorted(set(labeler.tolist()))
+        counted_ids = sorted(self._values)
         if counted_ids and self._offset:
-            reliability = np.full((len(counted_ids), self._offset), np.nan)
-            reliability[np.searchsorted(counted_ids, labeler), image] = value
-            bias = _labeler_bias(reliability, counted_ids)
+            bias = _labeler_bias(self._rows(counted_ids), counted_ids)
         retest = {row["labeler"]: row for row in test_retest_compute(project)["per_labeler"]}
         profiles = {
             row[0]: row[1:]
@@ -385,11 +417,10 @@ class LabelerTally:
         }
         rows: dict[str, list] = {name: [] for name in LABELERS_SCHEMA.names}
         for labeler_id in ids:
-            images = int(np.unique(image[labeler == labeler_id]).size)
             rows["labeler"].append(pseudonyms.get(labeler_id, "?"))
             rows["n_labels"].append(self.n_labels[labeler_id])
             rows["n_counted"].append(self.n_counted.get(labeler_id, 0))
-            rows["n_images"].append(images)
+            rows["n_images"].append(self.n_counted.get(labeler_id, 0))
             n_bias = int(bias.loc[labeler_id, "n"]) if bias is not None and labeler_id in bias.index else 0
             enough = n_bias >= MIN_IMAGES
             rows["bias_n"].append(n_bias)
@@ -406,16 +437,20 @@ class LabelerTally:
         return pa.table(rows, schema=LABELERS_SCHEMA)
 
 
-def _labeler_bias(reliability: np.ndarray, labelers: list[int]) -> pd.DataFrame:
+def _labeler_bias(reliability: list[np.ndarray], labelers: list[int]) -> pd.DataFrame:
     """``agreement.labeler_bias`` over blocks of images, combined (counts summed, means weighted by them).
 
-    Each image's difference depends on that image alone; ``labeler_bias`` builds a long table of every
-    (labeler, image) difference, which at 250,000 images x 4 labels added 88 MB to the build's peak."""
+    ``reliability``: per labeler, their value per image (NaN: none). Each image's difference depends on
+    that image alone; ``labeler_bias`` builds a long table of every (labeler, image) difference, which at
+    250,000 images x 4 labels added 88 MB to the build's peak. Each block is a float64 labelers x images
+    matrix made from the rows (the same numbers, block by block, whatever the rows' own precision)."""
     n = np.zeros(len(labelers), dtype=np.int64)
     total = np.zeros(len(labelers))
     total_abs = np.zeros(len(labelers))
-    for start in range(0, reliability.shape[1], BIAS_CHUNK_IMAGES):
-        block = agreement.labeler_bias(reliability[:, start : start + BIAS_CHUNK_IMAGES], labelers=labelers)
+    n_images = reliability[0].size if reliability else 0
+    for start in range(0, n_images, BIAS_CHUNK_IMAGES):
+        matrix = np.stack([row[start : start + BIAS_CHUNK_IMAGES] for row in reliability]).astype(np.float64)
+        block = agreement.labeler_bias(matrix, labelers=labelers)
         counts = block["n"].to_numpy()
         has = counts > 0
         n += counts
