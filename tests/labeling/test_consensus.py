@@ -612,3 +612,35 @@ def test_a_too_wide_coefficient_says_too_little_data_on_the_page(client, lead, p
     kappa = summary["kappa"]
     if any(any(row) for row in kappa["too_wide"]):
         assert "too little data</td>" in page
+
+
+def test_a_coefficient_whose_every_resample_agrees_is_not_certain_on_few_images(client, lead, project, labelers):
+    """Perfect agreement on 10 images: the bootstrap interval is [1, 1], which says nothing (issue 12)."""
+    from labeling.services.consensus.numbers import (
+        ZERO_WIDTH_MIN_IMAGES,
+        coefficient_stat,
+        unseen_disagreement_bound,
+    )
+
+    assert unseen_disagreement_bound(5) == pytest.approx(0.522, abs=1e-3)
+    assert (
+        unseen_disagreement_bound(ZERO_WIDTH_MIN_IMAGES) <= 0.10 < unseen_disagreement_bound(ZERO_WIDTH_MIN_IMAGES - 1)
+    )
+    assert coefficient_stat(1.0, 1.0, 1.0, ZERO_WIDTH_MIN_IMAGES)["value"] == 1.0
+    assert coefficient_stat(0.8, 0.8, 0.8, 40)["value"] == 0.8
+    assert coefficient_stat(0.9, 0.7, 1.0, 10)["value"] == 0.9  # a real interval: the width rule only
+
+    add_images(project, 10)
+    phase = open_calibration_1(project, size=10, cal1=10, labels_per_image=4)
+    for m in labelers:
+        for image_id in phase.assignments.filter(labeler=m).values_list("image_id", flat=True):
+            _label(phase, m, image_id, 1 + image_id % 7)
+    summary = _api(client, lead, project, phase)["selected"]
+    ordinal = summary["agreement"]["alpha"]["ordinal"]
+    assert (ordinal["low"], ordinal["high"]) == (1.0, 1.0)
+    assert ordinal["value"] is None and "all agree" in ordinal["reason"] and "31%" in ordinal["reason"]
+    kappa = summary["kappa"]
+    off_diagonal = [kappa["too_wide"][i][j] for i in range(4) for j in range(4) if i != j]
+    assert off_diagonal and all(off_diagonal)
+    page = _client(client, lead).get(f"/projects/{project.pk}/consensus/?phase={phase.pk}").content.decode()
+    assert "could disagree unseen" in page

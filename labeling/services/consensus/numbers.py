@@ -35,6 +35,12 @@ MAX_INTERVAL_WIDTH = 0.5
 #: lower the agreement, the wider). Applied by :func:`coefficient_stat` on the dashboard and in the API,
 #: and on the data card, which reads the same dicts (``releases.card_facts._alpha``).
 MAX_COEFFICIENT_WIDTH = 0.5
+#: A coefficient whose bootstrap interval has no width (every resample gives the same value: every image
+#: agreed perfectly) is not certain, only unresampleable: with ``n`` images that all agreed, up to
+#: ``1 - 0.025 ** (1 / n)`` of images could disagree (exact one-sided 97.5% bound on a count of 0): 52% at 5
+#: images, 31% at 10, 12% at 30. Below ``ZERO_WIDTH_MIN_IMAGES`` (where that bound first drops to 10%) such
+#: a coefficient is "too little data" with that bound as its reason (``zero_width_too_few``).
+ZERO_WIDTH_MIN_IMAGES = 36
 #: An image is flagged when its labels span this many tones or more. This project's
 #: choice: seed 000 gives no such threshold (issue 12).
 WIDE_RANGE = 3
@@ -154,6 +160,24 @@ def coefficient_too_wide(n: int, unit: str, low: float, high: float) -> str:
     )
 
 
+def unseen_disagreement_bound(n: int) -> float:
+    """The exact one-sided 97.5% upper bound on the share of images that disagree when none of ``n`` did."""
+    return 1.0 - 0.025 ** (1.0 / n) if n > 0 else 1.0
+
+
+def zero_width_too_few(n: int, low: float | None, high: float | None) -> bool:
+    """Whether an interval of no width rests on too few images (see ``ZERO_WIDTH_MIN_IMAGES``)."""
+    return low is not None and high is not None and abs(high - low) <= 1e-12 and 0 < n < ZERO_WIDTH_MIN_IMAGES
+
+
+def coefficient_zero_width(n: int, unit: str, value: float) -> str:
+    """The reason shown instead of a coefficient whose every resample gave the same value, from few images."""
+    return (
+        f"too little data: n={n}{' ' + unit if unit else ''} all agree ({value:.2f} on every resample); up to "
+        f"{unseen_disagreement_bound(n) * 100:.0f}% of images could disagree unseen (needs {ZERO_WIDTH_MIN_IMAGES})"
+    )
+
+
 def coefficient_stat(
     value: float,
     low: float | None,
@@ -183,6 +207,8 @@ def coefficient_stat(
             reason = too_little(n, "with data")
         elif hi - lo > MAX_COEFFICIENT_WIDTH + 1e-12:
             reason, wide = coefficient_too_wide(n, unit, lo, hi), True
+        elif zero_width_too_few(n, lo, hi):
+            reason = coefficient_zero_width(n, unit, number)  # its own words: "interval 1.00 to 1.00" says nothing
     return {
         "value": None if reason else number,
         "reason": reason,

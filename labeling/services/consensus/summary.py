@@ -25,6 +25,7 @@ from .numbers import (
     N_RESAMPLES,
     UNDER_REPRESENTED,
     WIDE_RANGE,
+    ZERO_WIDTH_MIN_IMAGES,
     clustered_share,
     coefficient_stat,
     json_clean,
@@ -348,8 +349,9 @@ def _kappa_block(reliability: np.ndarray, labeler_ids: list[int], categories: np
     """Labeler x labeler quadratic-weighted kappa over the full value range, with the images in common.
 
     ``low`` and ``high``: each kappa's BCa bootstrap 95% interval over the images in common; a kappa
-    whose interval is wider than ``MAX_COEFFICIENT_WIDTH`` is None in ``matrix`` ("too little data",
-    ``too_wide`` True) with its interval kept.
+    whose interval is wider than ``MAX_COEFFICIENT_WIDTH`` (or has no width over fewer than
+    ``ZERO_WIDTH_MIN_IMAGES`` images in common) is None in ``matrix`` ("too little data", ``too_wide``
+    True) with its interval kept.
     """
     present = ~np.isnan(reliability)
     n_common = (present.astype(np.int64) @ present.T.astype(np.int64)).tolist()
@@ -361,6 +363,10 @@ def _kappa_block(reliability: np.ndarray, labeler_ids: list[int], categories: np
     else:
         kappa = low = high = np.zeros((0, 0))
     too_wide = (high - low) > MAX_COEFFICIENT_WIDTH + 1e-12  # NaN compares False
+    if labeler_ids:  # an interval of no width from few images in common says nothing (ZERO_WIDTH_MIN_IMAGES)
+        few = (np.abs(high - low) <= 1e-12) & (np.asarray(n_common) < ZERO_WIDTH_MIN_IMAGES)
+        np.fill_diagonal(few, False)  # a labeler against themself
+        too_wide |= few
     shown = np.where(too_wide, np.nan, kappa)
     return {
         "labelers": labeler_ids,
