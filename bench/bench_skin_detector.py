@@ -81,7 +81,8 @@ def main() -> None:
         "algorithm_version": ALGORITHM_VERSION,
         "max_error": MAX_ERROR,
         "description": (
-            "Portraits (scikit-image astronaut; Matplotlib Grace Hopper, held out) with the facial skin "
+            "Portraits (scikit-image astronaut, the development cases; Matplotlib Grace Hopper and new "
+            "conditions on both, the held-out sets) with the facial skin "
             "recoloured to each Monk swatch, texture and shading kept, under exposure changes (-1 to +1 stop), "
             "warm and cool casts, crops, mirroring, half and third size, and distractors (orange, beige, brown "
             "objects, a patch of another Monk tone). Error: measured median ITA minus the face's true median ITA "
