@@ -108,12 +108,17 @@ def share_stat(
             reason = too_little(n, "with data")
         elif interval_too_wide(lo, hi):
             reason, wide = too_wide(n, unit, lo, hi), True
+    return _with_interval(number, reason, wide, lo, hi, n, unit, interval, **extra)
+
+
+def _with_interval(number, reason, wide, low, high, n, unit, interval, **extra) -> dict:
+    """The dict of :func:`share_stat` and :func:`coefficient_stat`: the value only when no reason hides it."""
     return {
         "value": None if reason else number,
         "reason": reason,
         "too_wide": wide,
-        "low": lo,
-        "high": hi,
+        "low": low,
+        "high": high,
         "n": int(n),
         "unit": unit,
         "interval": interval,
@@ -209,18 +214,7 @@ def coefficient_stat(
             reason, wide = coefficient_too_wide(n, unit, lo, hi), True
         elif zero_width_too_few(n, lo, hi):
             reason = coefficient_zero_width(n, unit, number)  # its own words: "interval 1.00 to 1.00" says nothing
-    return {
-        "value": None if reason else number,
-        "reason": reason,
-        "too_wide": wide,
-        "low": lo,
-        "high": hi,
-        "n": int(n),
-        "unit": unit,
-        "interval": interval,
-        "scale": "coefficient",
-        **extra,
-    }
+    return _with_interval(number, reason, wide, lo, hi, n, unit, interval, scale="coefficient", **extra)
 
 
 def stat(value: float, reason: str | None = None, **extra: Any) -> dict:
