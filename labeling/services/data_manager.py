@@ -161,10 +161,10 @@ def _int_param(params, name: str, *, minimum: int = 0, maximum: int = 10**6) -> 
         return None
     # Digits only (int() would also take "+2", "1_000" and other scripts' digits).
     if not (raw.isascii() and raw.removeprefix("-").isdigit()):
-        raise ValidationError({name: "A whole number."})
+        raise ValidationError({name: f"{name.replace('_', ' ').capitalize()}: a whole number, not {raw[:20]!r}."})
     value = int(raw)
     if not minimum <= value <= maximum:
-        raise ValidationError({name: f"Between {minimum} and {maximum}."})
+        raise ValidationError({name: f"{name.replace('_', ' ').capitalize()}: between {minimum} and {maximum}."})
     return value
 
 
@@ -493,7 +493,7 @@ def data_page(project: Project, params) -> dict:
     count = query.count()
     n_pages = max(1, math.ceil(count / page_size))
     if page > n_pages:
-        raise ValidationError({"page": f"There are {n_pages} page(s)."})
+        raise ValidationError({"page": f"Page {page}: there are {n_pages} page(s)."})
     images = query.images((page - 1) * page_size, page * page_size)
     return {
         "count": count,
