@@ -889,7 +889,9 @@ def _plot_agreement(fig, facts: dict) -> None:
         )
     left.set_xticks(x, names, rotation=20, ha="right")
     left.set_xlim(-0.6, len(phases) - 0.4)
-    left.set_ylim(-0.2, 1.05)
+    # Down to the lowest interval shown (a hidden alpha's interval can reach far below 0), never above -0.2.
+    lows = [p["alpha"]["ordinal"]["ci_low"] for p in phases if p["alpha"]["ordinal"].get("ci_low") is not None]
+    left.set_ylim(min([-0.2] + [low - 0.05 for low in lows]), 1.05)
     left.set_ylabel("Krippendorff's alpha (ordinal)")
     left.set_title("Alpha, 95% BCa bootstrap interval", fontsize=9, loc="left")
     measures = (("near", "#2f5d8a"), ("overlap", "#7fa7c9"), ("complete", "#c9d9e8"))
