@@ -16,7 +16,12 @@ PASSWORD = "pw-test-123"
 
 
 @pytest.fixture
-def released(transactional_db, settings, tmp_path):
+def released(transactional_db, settings, tmp_path, monkeypatch):
+    from config.celery import app
+
+    # Built here, in this process's media folder: in CI's real-worker run the request's build task would
+    # otherwise also reach the worker, which writes to another media folder (a race this test lost once).
+    monkeypatch.setattr(app.conf, "task_always_eager", True)
     settings.MEDIA_ROOT = str(tmp_path / "media")
     scales_ensure_builtin()
     lead = UserFactory(username="lead")
@@ -34,7 +39,7 @@ def released(transactional_db, settings, tmp_path):
         rule={"include": dict.fromkeys(release_services.CATEGORIES, True)},
         card_text={name: f"The {name}." for name in release_services.CARD_FIELDS},
     )
-    assert release_services.release_build(release).status == "published"
+    assert release_services.release_build(release).status == "published"  # built on commit; this returns it
     return {"project": project, "image": Image.objects.filter(subject__external_id="S0").first()}
 
 
