@@ -63,3 +63,14 @@ def page(browser, page_errors):
 def results_dir() -> Path:
     RESULTS_DIR.mkdir(exist_ok=True)
     return RESULTS_DIR
+
+
+@pytest.fixture
+def jobs_here(settings, tmp_path, monkeypatch):
+    """Background jobs run in this process (the live server's thread, as on the embedded default), writing
+    to a private media folder, also in CI's real-worker run: a task sent to that worker would run there too
+    and write to the worker's own media folder (the erasure test lost that race)."""
+    from config.celery import app
+
+    monkeypatch.setattr(app.conf, "task_always_eager", True)
+    settings.MEDIA_ROOT = str(tmp_path / "media")

@@ -16,13 +16,7 @@ PASSWORD = "pw-test-123"
 
 
 @pytest.fixture
-def released(transactional_db, settings, tmp_path, monkeypatch):
-    from config.celery import app
-
-    # Built here, in this process's media folder: in CI's real-worker run the request's build task would
-    # otherwise also reach the worker, which writes to another media folder (a race this test lost once).
-    monkeypatch.setattr(app.conf, "task_always_eager", True)
-    settings.MEDIA_ROOT = str(tmp_path / "media")
+def released(transactional_db, jobs_here):
     scales_ensure_builtin()
     lead = UserFactory(username="lead")
     project = project_create(name="Body scans", created_by=lead, labels_per_image=2)

@@ -19,12 +19,7 @@ PASSWORD = "pw-test-123"
 
 
 @pytest.fixture
-def released(transactional_db, settings, tmp_path, monkeypatch):
-    from config.celery import app
-
-    # Reports computed in the live server's thread (the embedded default), also in CI's real-worker run.
-    monkeypatch.setattr(app.conf, "task_always_eager", True)
-    settings.MEDIA_ROOT = str(tmp_path / "media")
+def released(transactional_db, jobs_here, tmp_path):
     scales_ensure_builtin()
     lead = UserFactory(username="lead")
     project = project_create(name="Evaluation test", created_by=lead, labels_per_image=3)

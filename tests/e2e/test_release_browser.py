@@ -30,13 +30,7 @@ CARD = {
 
 
 @pytest.fixture
-def labelled(transactional_db, settings, tmp_path, monkeypatch):
-    from config.celery import app
-
-    # The live server builds the release in its own thread (as the embedded default does), also in CI's
-    # real-worker run, whose worker writes to another media folder.
-    monkeypatch.setattr(app.conf, "task_always_eager", True)
-    settings.MEDIA_ROOT = str(tmp_path / "media")
+def labelled(transactional_db, jobs_here):
     scales_ensure_builtin()
     lead = UserFactory(username="lead")
     project = project_create(name="Release test", created_by=lead, labels_per_image=3)
