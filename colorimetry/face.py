@@ -227,7 +227,8 @@ def detect_faces(rgb: np.ndarray) -> tuple[list[tuple[int, int, int, int]], str]
     """
     small, scale = _reduced(rgb, DETECT_MAX_SIDE)
     min_side = max(24, round(MIN_FACE_FRACTION * min(small.shape[:2])))
-    greys = [(view, make()) for view, make in _grey_views(small)]
+    made: dict[str, np.ndarray] = {}
+    greys = [(view, functools.partial(_made, made, view, make)) for view, make in _grey_views(small)]
     found = _frontal(greys, "haarcascade_frontalface_default.xml", MIN_FACE_WEIGHT, min_side)
     if found:
         view, boxes = found
@@ -242,10 +243,18 @@ def detect_faces(rgb: np.ndarray) -> tuple[list[tuple[int, int, int, int]], str]
     return [], ""
 
 
+def _made(made: dict, view: str, make) -> np.ndarray:
+    """A grey view, made on first use only (most images need the first one alone)."""
+    if view not in made:
+        made[view] = make()
+    return made[view]
+
+
 def _frontal(greys, name: str, minimum: float, min_side: int):
-    """``(view, boxes)`` of the first grey view on which cascade ``name`` finds a face, or None."""
-    for view, grey in greys:
-        found = [box for weight, box in _best(_cascade(name), grey, min_side, SCALE_FACTOR) if weight >= minimum]
+    """``(view, boxes)`` of the first grey view (``(name, make)`` pairs) on which cascade ``name`` finds a
+    face, or None."""
+    for view, make in greys:
+        found = [box for weight, box in _best(_cascade(name), make(), min_side, SCALE_FACTOR) if weight >= minimum]
         if found:
             return view, found
     return None
