@@ -38,25 +38,25 @@ from colorimetry import skin_tone_stats
 from . import skin_evaluation_set as evaluation
 from .test_skin_detector import MAX_ITA_ERROR, figures_of, stored_row
 
+#: Each held-out set: (Grace Hopper's conditions, the astronaut's conditions).
+SETS = {
+    "held_out": (evaluation.HELD_OUT_VARIANTS, evaluation.HELD_OUT_ASTRONAUT_VARIANTS),
+    "held_out_2": (evaluation.HELD_OUT_2_GRACE_HOPPER_VARIANTS, evaluation.HELD_OUT_2_ASTRONAUT_VARIANTS),
+}
+
 
 @functools.cache
-def held_out_results(tone: int) -> list[tuple[str, float, dict]]:
-    cases = evaluation.cases(evaluation.grace_hopper(), evaluation.HELD_OUT_VARIANTS, tones=[tone])
-    cases += evaluation.cases(evaluation.astronaut(), evaluation.HELD_OUT_ASTRONAUT_VARIANTS, tones=[tone])
-    return [(case.name, case.truth_ita, skin_tone_stats(case.rgb)) for case in cases]
-
-
-@functools.cache
-def held_out_2_results(tone: int) -> list[tuple[str, float, dict]]:
-    cases = evaluation.cases(evaluation.grace_hopper(), evaluation.HELD_OUT_2_GRACE_HOPPER_VARIANTS, tones=[tone])
-    cases += evaluation.cases(evaluation.astronaut(), evaluation.HELD_OUT_2_ASTRONAUT_VARIANTS, tones=[tone])
+def held_out_results(set_name: str, tone: int) -> list[tuple[str, float, dict]]:
+    grace_hopper, astronaut = SETS[set_name]
+    cases = evaluation.cases(evaluation.grace_hopper(), grace_hopper, tones=[tone])
+    cases += evaluation.cases(evaluation.astronaut(), astronaut, tones=[tone])
     return [(case.name, case.truth_ita, skin_tone_stats(case.rgb)) for case in cases]
 
 
 @pytest.mark.parametrize("tone", range(1, 11))
-@pytest.mark.parametrize("set_name", ["held_out", "held_out_2"])
+@pytest.mark.parametrize("set_name", list(SETS))
 def test_held_out_cases_of_every_tone(set_name: str, tone: int) -> None:
-    results = held_out_results(tone) if set_name == "held_out" else held_out_2_results(tone)
+    results = held_out_results(set_name, tone)
     figures = figures_of(results)
     assert figures["measured"] >= figures["cases"] - 1  # coverage: a face in at least 5 of 6 cases
     assert figures["median_abs_error"] <= MAX_ITA_ERROR
