@@ -34,7 +34,10 @@ def _empty_cache():
     """Each test starts with an empty cache (ids can repeat across tests in a rolled-back database)."""
     from django.core.cache import cache
 
+    from labeling.services.queue import debounce_forget
+
     cache.clear()
+    debounce_forget()  # and the debounce windows this process remembers (services.queue)
     yield
 
 

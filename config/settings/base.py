@@ -155,6 +155,9 @@ FAIRTONE = {
     # gone (labeling.services.heartbeat, labeling.services.jobs).
     "JOB_HEARTBEAT_SECONDS": float(os.environ.get("FAIRTONE_JOB_HEARTBEAT_SECONDS", "5")),
     "JOB_STALE_MINUTES": float(os.environ.get("FAIRTONE_JOB_STALE_MINUTES", "10")),
+    # The labeling hot path's one statement is prepared once per database connection
+    # (labeling.services.submit_fast). 0 behind a pooler in transaction mode that cannot keep prepared statements.
+    "PREPARED_SUBMIT": os.environ.get("FAIRTONE_PREPARED_SUBMIT", "1") != "0",
 }
 
 # https://www.django-rest-framework.org/api-guide/settings/

@@ -123,6 +123,12 @@ def enqueue_on_commit(task_name: str, *args) -> None:
     transaction.on_commit(lambda: enqueue(task_name, *args))
 
 
+#: What this process knows of open debounce windows: key -> the wall-clock time (``time.time()``) until which
+#: the window is surely still open (its end, less a second of margin for clocks). Calls before that send nothing
+#: without asking the cache: the labeling hot path submits every few seconds per labeler.
+_windows_open_until: dict[str, float] = {}
+
+
 def enqueue_debounced(task_name: str, key: str, delay: float, *args) -> bool:
     """Send ``task_name`` once per ``delay`` seconds per ``key``, to run ``delay`` seconds from now.
 
@@ -130,14 +136,34 @@ def enqueue_debounced(task_name: str, key: str, delay: float, *args) -> bool:
     nothing (the task, when it runs, sees their changes: the window closes before it starts, so a
     change after it started opens a new window and sends another). Returns whether it sent one.
     A broker outage records the task like :func:`enqueue` (sent later, without the countdown).
+
+    The window is a cache entry shared by every process, whose value is the time it closes; each
+    process remembers the windows it saw (:data:`_windows_open_until`), so most calls in a window ask
+    nothing of the cache.
     """
+    import time
+
     from django.core.cache import cache
 
     current_app.tasks[task_name]  # unknown names raise before the window opens
-    if not cache.add(f"debounce:{key}", True, max(1, int(delay))):
+    now = time.time()
+    if _windows_open_until.get(key, 0.0) > now:
         return False
+    ttl = max(1, int(delay))
+    cache_key = f"debounce:{key}"
+    if not cache.add(cache_key, now + ttl, ttl):
+        closes = cache.get(cache_key)
+        if isinstance(closes, float):
+            _windows_open_until[key] = closes - 1.0
+        return False
+    _windows_open_until[key] = now + ttl - 1.0
     enqueue(task_name, *args, countdown=delay)
     return True
+
+
+def debounce_forget() -> None:
+    """Forget the windows this process saw (tests that close a window by deleting its cache entry)."""
+    _windows_open_until.clear()
 
 
 def background_precompute_enabled() -> bool:

@@ -96,17 +96,30 @@ def assignment_payload(assignment) -> dict:
     The same fields as ``AssignmentSerializer``, built directly: this is on every submit.
     """
     image = assignment.image
+    return assignment_fields(
+        id=assignment.id,
+        position=assignment.position,
+        kind=assignment.kind,
+        request_reason=assignment.request_reason,
+        image_id=image.id,
+        width=image.width,
+        height=image.height,
+    )
+
+
+def assignment_fields(*, id, position, kind, request_reason, image_id, width, height) -> dict:
+    """:func:`assignment_payload` from the values (the fast submit path reads them in its statement)."""
     return {
-        "id": assignment.id,
-        "position": assignment.position,
-        "kind": assignment.kind,
+        "id": id,
+        "position": position,
+        "kind": kind,
         # Why a lead sent this image (back) to the labeler; empty for the phase's own images.
-        "request_reason": assignment.request_reason,
+        "request_reason": request_reason,
         "image": {
-            "id": image.id,
-            "width": image.width,
-            "height": image.height,
-            "display_url": f"/images/{image.id}/file/display/",
+            "id": image_id,
+            "width": width,
+            "height": height,
+            "display_url": f"/images/{image_id}/file/display/",
         },
     }
 
