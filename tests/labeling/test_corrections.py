@@ -89,3 +89,37 @@ def test_release_current_revision_follows_the_same_rule():
     facts = _revisions(rows)
     assert facts[1][0] == 102 and facts[1][3] is True and facts[1][4] == "slip"
     assert facts[2][0] == 202 and facts[2][3] is False
+
+
+def test_a_revision_never_changes_in_the_database_either(setup):
+    """Migration 0016: raw SQL and the ORM's update() cannot rewrite history; only the author's deletion
+    (``SET NULL``) touches a revision, and only its ``author_id``."""
+    from django.contrib.auth import get_user_model
+    from django.db import IntegrityError, connection, transaction
+
+    from labeling.models import LabelRevision
+    from labeling.services.labels import label_correct
+
+    phase, m, image_id, labeler_api, _lead_api = setup
+    submit(labeler_api, phase, image_id, [4])
+    revision = LabelRevision.objects.get()
+    someone_else = get_user_model().objects.exclude(pk=m.user_id).first()
+    for change in (
+        lambda: LabelRevision.objects.filter(pk=revision.pk).update(tone_low=9, value=9.0),
+        lambda: LabelRevision.objects.filter(pk=revision.pk).update(reason="rewritten"),
+        lambda: LabelRevision.objects.filter(pk=revision.pk).update(author=someone_else),
+    ):
+        with pytest.raises(IntegrityError, match="never changed"), transaction.atomic():
+            change()
+    with pytest.raises(IntegrityError), transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("UPDATE labeling_labelrevision SET tone_low = 1, value = 1.0")
+    revision.refresh_from_db()
+    assert (revision.tone_low, revision.value, revision.reason) == (4, 4.0, "")
+
+    # A staff member's correction, then their account is deleted: the correction stays, without an author.
+    staff = get_user_model().objects.create(username="staff-corrector", is_staff=True, is_superuser=True)
+    label = Label.objects.get()
+    correction = label_correct(label=label, user=staff, reason="wrong tone", tones=[6])
+    staff.delete()
+    correction.refresh_from_db()
+    assert correction.author_id is None and correction.tone_low == 6 and correction.reason == "wrong tone"
