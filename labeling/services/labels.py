@@ -7,11 +7,10 @@ or doubled submit returns the revision stored the first time.
 
 import functools
 import uuid
-from contextlib import nullcontext
 from dataclasses import dataclass
 
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
@@ -237,25 +236,8 @@ def label_submit(
             return existing
         raise
     info = _clean_client_info(client_info)
-    if connection.vendor == "postgresql":
-        try:
-            revision = _first_answer_one_statement(
-                phase=phase,
-                labeler=labeler,
-                image_id=image_id,
-                client_id=client_id,
-                selection=selection,
-                time_spent_ms=time_spent_ms,
-                tone_order=order,
-                client_info=info,
-                user=user,
-            )
-        except IntegrityError:
-            revision = None  # e.g. a replayed client_id: the general path below sorts it out
-        if revision is not None:
-            return revision
-    # The general path (changed answers, relabels, replays, SQLite): a few ORM queries
-    # in one transaction (bench/bench_labeling.py measures the whole submit under load).
+    # A few ORM queries in one transaction. A labeler's plain first answer through the API on PostgreSQL
+    # never comes here: services.submit_fast stores it in one statement (bench/bench_soak.py measures it).
     try:
         with transaction.atomic():
             assignment = (
@@ -335,102 +317,6 @@ def label_submit(
 # its first revision and marks the assignment done, atomically, instead of six round
 # trips. It matches only an open, never-answered, plain assignment; anything else
 # (no row returned) takes the general path of label_submit.
-_FIRST_ANSWER_SQL = """
-WITH a AS (
-    UPDATE labeling_assignment SET done_at = %(now)s
-    WHERE phase_id = %(phase)s AND labeler_id = %(labeler)s AND image_id = %(image)s
-      AND done_at IS NULL AND kind = 'label' AND requested_by_id IS NULL
-    RETURNING id, is_repeat
-), l AS (
-    INSERT INTO labeling_label (phase_id, image_id, labeler_id, assignment_id, is_repeat, tone_low, tone_high,
-        value, uncertain, skip_reason, is_valid, n_revisions, time_spent_ms, created_at, updated_at)
-    SELECT %(phase)s, %(image)s, %(labeler)s, a.id, a.is_repeat, %(low)s, %(high)s, %(value)s, %(uncertain)s,
-        %(skip)s, %(valid)s, 1, %(ms)s, %(now)s, %(now)s
-    FROM a
-    RETURNING id, is_repeat
-), r AS (
-    INSERT INTO labeling_labelrevision (label_id, number, client_id, source, tone_low, tone_high, value,
-        uncertain, skip_reason, time_spent_ms, tone_order, client_info, author_id, reason, created_at)
-    SELECT l.id, 1, %(client)s, 'labeler', %(low)s, %(high)s, %(value)s, %(uncertain)s, %(skip)s, %(ms)s,
-        %(order)s::jsonb, %(info)s::jsonb, %(author)s, '', %(now)s
-    FROM l
-    RETURNING id
-)
-SELECT l.id, l.is_repeat, r.id FROM l, r
-"""
-
-
-def _first_answer_one_statement(
-    *, phase, labeler, image_id, client_id, selection: Selection, time_spent_ms, tone_order, client_info, user
-) -> LabelRevision | None:
-    import json
-
-    now = timezone.now()
-    params = {
-        "now": now,
-        "phase": phase.id,
-        "labeler": labeler.id,
-        "image": int(image_id),
-        "low": selection.tone_low,
-        "high": selection.tone_high,
-        "value": selection.value,
-        "uncertain": selection.uncertain,
-        "skip": selection.skip_reason,
-        "valid": selection.is_valid,
-        "ms": time_spent_ms,
-        "client": client_id,
-        "order": json.dumps(tone_order),
-        "info": json.dumps(client_info),
-        "author": user.id,
-    }
-    # Inside a caller's transaction, a savepoint keeps a failed insert from spoiling it;
-    # in autocommit mode the single statement is atomic by itself.
-    with transaction.atomic() if connection.in_atomic_block else nullcontext(), connection.cursor() as cursor:
-        cursor.execute(_FIRST_ANSWER_SQL, params)
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    label_id, is_repeat, revision_id = row
-    label = Label(
-        id=label_id,
-        phase_id=phase.id,
-        image_id=int(image_id),
-        labeler_id=labeler.id,
-        is_repeat=is_repeat,
-        tone_low=selection.tone_low,
-        tone_high=selection.tone_high,
-        value=selection.value,
-        uncertain=selection.uncertain,
-        skip_reason=selection.skip_reason,
-        is_valid=selection.is_valid,
-        n_revisions=1,
-        time_spent_ms=time_spent_ms,
-        created_at=now,
-        updated_at=now,
-    )
-    label._state.adding = False
-    revision = LabelRevision(
-        id=revision_id,
-        label=label,
-        number=1,
-        client_id=client_id,
-        source=LabelRevision.Source.LABELER,
-        tone_low=selection.tone_low,
-        tone_high=selection.tone_high,
-        value=selection.value,
-        uncertain=selection.uncertain,
-        skip_reason=selection.skip_reason,
-        time_spent_ms=time_spent_ms,
-        tone_order=tone_order,
-        client_info=client_info,
-        author_id=user.id,
-        reason="",
-        created_at=now,
-    )
-    revision._state.adding = False
-    return revision
-
-
 @transaction.atomic
 def label_correct(
     *,

@@ -1,21 +1,25 @@
 """The labeling hot path: a labeler's first answer to an image, and their next two, in one SQL statement.
 
 A labeler submits an answer every few seconds for hours, and the page waits for the answer before it
-shows the next photo, so this one request is made as cheap as the general one is thorough. One
-PostgreSQL statement, and nothing else (no cache, no other query):
+shows the next photo, so this one request is made as cheap as the general one is thorough. One prepared
+PostgreSQL statement, and no other query:
 
 - finds who asks (their API token, or the user a session already named), their active labeler
   membership in the phase's project, the phase open and the project not archived;
 - checks the answer against the project's scale and options (tones on the scale, a pair only where
   pairs are allowed, "uncertain" only where offered, a skip reason the project offers, a whole tone order);
-- marks the assignment answered, inserts the label and its first revision (``services.labels``'s
-  ``_FIRST_ANSWER_SQL``, the same rows) and reads the labeler's next two images.
+- marks the assignment answered, inserts the label and its first revision (the rows the general path
+  inserts) and reads the labeler's next two images.
 
-Anything else (a changed answer, a relabel, a replayed ``client_id``, a refusal of any kind, an answer
-with an unusual shape, SQLite) gets ``None``: nothing was written, and the caller takes the general path
-(``services.labels.label_submit``), which answers every case, with the error messages. So the fast
-path never decides a refusal; it only stores what the general path would store, with the same rows and
-the same answer (``tests/labeling/test_submit_fast.py`` compares the two).
+When it stores nothing, a second statement looks for a first answer already stored under the same
+``client_id`` by the same labeler in the phase (a double click, a retry after a lost answer) and answers
+it as the general path does (200, the stored label). Anything else (a changed answer, a relabel, a
+refusal of any kind, an answer of an unusual shape, SQLite, a caller's transaction) gets ``None``:
+nothing was written, and the caller takes the general path (``services.labels.label_submit``), which
+answers every case, with the error messages. So the fast path never decides a refusal; it stores what
+the general path would store, with the same rows and the same answer (``tests/labeling/test_submit_fast.py``
+compares the two). The lead's pages are then recomputed in the background as after any label
+(``services.queue.precompute_schedule``, which asks the cache once per window and process).
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ MAX_ID = 2**63 - 1
 
 @dataclass(frozen=True)
 class FastAnswer:
-    """A first answer in the shape the fast path takes (already checked for types by the caller)."""
+    """A first answer in the plain shape the fast path takes (:func:`fast_answer` makes it from a request body)."""
 
     image_id: int
     client_id: uuid.UUID

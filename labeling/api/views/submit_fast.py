@@ -2,9 +2,9 @@
 in one SQL statement (``services.submit_fast``), in front of the general view (``PhaseViewSet.labels``).
 
 The route, its schema and its answers are the general view's: this only answers, with the same bytes,
-the requests it can answer alone (a plain first answer by an active labeler, JSON in and out, a token or
-a session with its CSRF token). Everything else, including every refusal, goes to the general view
-untouched, before anything is written. ``bench/bench_soak.py`` measures the difference under load.
+the requests it can answer alone (a plain first answer by an active labeler, or a replay of one, JSON
+in and out, a token or a session with its CSRF token). Everything else, including every refusal, goes
+to the general view untouched, before anything is written. ``bench/bench_soak.py`` measures the difference under load.
 """
 
 from __future__ import annotations
