@@ -68,7 +68,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--warmup", type=float, default=4.0, help="unrecorded seconds before each phase")
     p.add_argument("--next-every", type=int, default=4, help="GET next every N-th cycle (0: never)")
     p.add_argument("--real-images", type=int, default=200)
-    p.add_argument("--images", type=int, default=2000, help="images in the phase (real ones + rows sharing files)")
+    p.add_argument("--images", type=int, default=5000, help="images in the phase (real ones + rows sharing files)")
     p.add_argument("--configs", default="2x4,3x4,4x2", help="gunicorn workers x threads (gthread), comma-separated")
     p.add_argument("--conn-max-age", default="60", help="DATABASE_CONN_MAX_AGE for the app")
     p.add_argument("--settings", default="config.settings.production")
@@ -336,6 +336,10 @@ def main() -> None:
         "DJANGO_SECRET_KEY": "bench-only-" + os.urandom(16).hex(),
         "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
         "DJANGO_DEBUG": "0",
+        # Plain HTTP on this machine (the production settings redirect to HTTPS by default).
+        "DJANGO_SECURE_SSL_REDIRECT": "0",
+        "DJANGO_SECURE_HSTS_SECONDS": "0",
+        "DJANGO_SECURE_COOKIES": "0",
         "FAIRTONE_MEDIA_ROOT": str(media),
         "LOG_LEVEL": "WARNING",
         "PYTHONPATH": args.app_dir,
