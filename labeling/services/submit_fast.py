@@ -172,7 +172,6 @@ def _next_two(t: dict, labeler: str, answered: str | None) -> str:
 
 def _first_answer_sql() -> str:
     t = _tables()
-    n_tones = f"(SELECT count(*) FROM {t['tone']} tn WHERE tn.scale_id = p.scale_id)"
     return f"""
 WITH {_who(t)}, ctx AS (
     SELECT who.user_id, m.id AS membership_id, p.id AS project_id
@@ -181,11 +180,12 @@ WITH {_who(t)}, ctx AS (
     JOIN {t["project"]} p ON p.id = ph.project_id AND p.archived_at IS NULL
     JOIN {t["membership"]} m ON m.project_id = p.id AND m.user_id = who.user_id AND m.is_active
         AND m.role = '{Membership.Role.LABELER.value}'
+    CROSS JOIN LATERAL (SELECT count(*) AS n FROM {t["tone"]} tn WHERE tn.scale_id = p.scale_id) scale
     WHERE (%(skip)s::text = '' OR p.skip_reasons @> jsonb_build_array(%(skip)s::text))
       AND (%(high)s::smallint IS NULL OR p.allow_adjacent_pairs)
       AND (NOT %(uncertain)s::boolean OR p.offer_uncertain)
-      AND {n_tones} >= greatest(coalesce(%(high)s::smallint, %(low)s::smallint, 0), %(n_order)s::integer)
-      AND (%(n_order)s::integer = 0 OR %(n_order)s::integer = {n_tones})
+      AND scale.n >= greatest(coalesce(%(high)s::smallint, %(low)s::smallint, 0), %(n_order)s::integer)
+      AND (%(n_order)s::integer = 0 OR %(n_order)s::integer = scale.n)
 ), a AS (
     UPDATE {t["assignment"]} SET done_at = %(now)s::timestamptz
     FROM ctx
@@ -268,6 +268,21 @@ def _run(name: str, params: dict):
         return cursor.fetchone()
 
 
+def _first_revision(label_id, image_id, low, high, value, uncertain, skip_reason, created_at) -> dict:
+    """A label as its labeler sees it when their first answer is its revision 1 (the fields of
+    ``api.views.phases._own_label_payload``)."""
+    return {
+        "id": label_id,
+        "image": image_id,
+        "tones": [t for t in (low, high) if t is not None],
+        "value": value,
+        "uncertain": uncertain,
+        "skip_reason": skip_reason,
+        "n_revisions": 1,
+        "updated_at": created_at,
+    }
+
+
 @dataclass(frozen=True)
 class Stored:
     """What the fast path stored (or found stored): the label as its labeler sees it and what comes next."""
@@ -316,30 +331,12 @@ def submit_fast(
         label_id, project_id, next_two = row
         # The lead's pages are recomputed in the background (at most once per window: services.queue).
         queue.precompute_schedule_on_commit(project_id)
-        label = {
-            "id": label_id,
-            "image": answer.image_id,
-            "tones": [t for t in (low, high) if t is not None],
-            "value": value,
-            "uncertain": answer.uncertain,
-            "skip_reason": answer.skip_reason,
-            "n_revisions": 1,
-            "updated_at": now,
-        }
+        label = _first_revision(label_id, answer.image_id, low, high, value, answer.uncertain, answer.skip_reason, now)
         return Stored(label=label, next_two=json.loads(next_two), replayed=False)
     # Nothing stored: a replay (a double click, a retry), or for the general path to answer.
     row = _run("replay", {"token": token, "user": user_id, "phase": phase_id, "client": answer.client_id})
     if row is None:
         return None
     label_id, image_id, low, high, value, uncertain, skip_reason, created_at, next_two = row
-    label = {
-        "id": label_id,
-        "image": image_id,
-        "tones": [t for t in (low, high) if t is not None],
-        "value": value,
-        "uncertain": uncertain,
-        "skip_reason": skip_reason,
-        "n_revisions": 1,
-        "updated_at": created_at,
-    }
+    label = _first_revision(label_id, image_id, low, high, value, uncertain, skip_reason, created_at)
     return Stored(label=label, next_two=json.loads(next_two), replayed=True)

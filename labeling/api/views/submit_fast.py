@@ -18,6 +18,7 @@ from rest_framework.authentication import CSRFCheck
 from rest_framework.renderers import JSONRenderer
 
 from ...services.submit_fast import fast_answer, submit_fast
+from .common import MAX_ID
 from .phases import assignment_fields
 
 #: A plain answer is a few hundred bytes; anything much larger takes the general path.
@@ -69,7 +70,7 @@ def answer_fast(request, pk) -> HttpResponse | None:
         length = int(request.META.get("CONTENT_LENGTH") or 0)
     except (TypeError, ValueError):
         return None
-    if not 0 < phase_id < 2**63 or not 0 < length <= MAX_BODY:
+    if not 0 < phase_id <= MAX_ID or not 0 < length <= MAX_BODY:
         return None
     who = _who(request)
     if who is None:
