@@ -58,8 +58,25 @@ def _parser() -> argparse.ArgumentParser:
         help="shuffles of the errors for the intersectional permutation p-value (0: none)",
     )
     report.add_argument(
-        "--band-permutations", type=int, default=999, help="permutations of the band-gap test (default 999)"
+        "--band-permutations",
+        "--bootstraps",
+        dest="band_permutations",
+        type=int,
+        default=999,
+        help="wild bootstrap resamples of the disparity tests: bands, groups, grid cells (default 999)",
     )
+    report.add_argument(
+        "--cluster",
+        help="column naming the person of each sample (e.g. subject_id): photos of one person are resampled "
+        "together in every test and interval",
+    )
+    report.add_argument(
+        "--grid",
+        default="",
+        help="attributes crossed by the intersectional grid, comma-separated among skin_tone, body_shape, gender "
+        "(default: skin_tone,body_shape when both are given)",
+    )
+    report.add_argument("--min-cell", type=int, default=10, help="fewest samples a grid cell needs to be tested")
     report.add_argument("--bands", type=int, default=5, help="largest number of bands per continuous attribute")
     report.add_argument("--seed", type=int, default=0, help="seed of every permutation and draw")
     report.add_argument("--tone-min", help="column with each image's smallest skin-tone label")
@@ -91,11 +108,13 @@ def _parser() -> argparse.ArgumentParser:
         "gate",
         help="pass or fail a report.json against rules (exit 1 on failure)",
         description="Check report.json against gate rules; print the reasons and exit 1 when a rule fails, "
-        "0 when all pass, 2 for invalid input. --fail-on (repeatable): significant = any significant score; "
-        "significant-moderate / significant-severe = any significant score at least that severe; severe = any "
-        "severe score, significant or not. --max-score ATTR=VALUE (repeatable, ATTR in gender, body_shape, "
-        "skin_tone, intersectional): fail when the score (body shape, skin tone: also the largest band gap; "
-        "intersectional: flagged customers) exceeds VALUE. Without rules: --fail-on significant-severe.",
+        "0 when all pass, 2 for invalid input. --fail-on (repeatable), on each disparity verdict: significant; "
+        "significant-moderate / significant-severe (significant and at least that level, read from the gap's "
+        "interval); severe; not-negligible (a gap of half the threshold is not excluded); and on performance: "
+        "performance (a band or group's mean error above the threshold by its interval), performance-possible "
+        "(also where the interval contains it). --max-score ATTR=VALUE (repeatable, ATTR in gender, body_shape, "
+        "skin_tone, intersectional): fail when the largest gap or seed 000's score (intersectional: seed 000's "
+        "flagged samples) exceeds VALUE. Without rules: --fail-on significant-severe.",
     )
     gate.add_argument("report", type=Path, help="report.json written by 'python -m metrics report'")
     gate.add_argument("--fail-on", action="append", default=None, metavar="RULE")
@@ -138,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
         problems.append(f"--threshold must be positive, got {args.threshold}")
     if args.permutations < 0 or args.band_permutations < 1 or args.uncertainty_draws < 1 or args.bands < 2:
         problems.append("--permutations >= 0, --band-permutations >= 1, --uncertainty-draws >= 1, --bands >= 2")
+    if args.min_cell < 2:
+        problems.append(f"--min-cell must be at least 2, got {args.min_cell}")
     try:
         [int(m) for m in args.min_samples_sweep.split(",") if m.strip()]
     except ValueError:
@@ -175,6 +196,9 @@ def main(argv: list[str] | None = None) -> int:
         tone_levels=args.tone_levels,
         labeler_columns=[c for c in args.labeler_columns.split(",") if c],
         seed=args.seed,
+        cluster=args.cluster or None,
+        grid_factors=[g.strip() for g in args.grid.split(",") if g.strip()] or None,
+        min_cell=args.min_cell,
     )
     try:
         content = write_report(options)

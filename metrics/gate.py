@@ -1,28 +1,30 @@
 """Fairness gates for CI: pass or fail a ``report.json`` against rules, with reasons.
 
 Used by ``python -m metrics gate report.json --fail-on significant-severe --max-score skin_tone=1.0``
-(exit code 1 on a failed gate) and meant for the web app's gate API as well: :func:`evaluate`
-takes the report as a dict.
+(exit code 1 on a failed gate) and by the web app's gate API: :func:`evaluate` takes the report as a dict.
 
 Rules
 -----
-``fail_on`` (any of):
+``fail_on`` (any of), on each attribute's disparity ``verdict`` (gender, body shape, skin tone, the
+intersectional grid) and on the report's ``performance``:
 
-* ``significant``: any significant score (gender, body shape, skin tone, intersectional);
-* ``significant-moderate``: any significant score whose severity is moderate or severe;
-* ``significant-severe``: any significant score whose severity is severe;
-* ``severe``: any severe score, significant or not.
+* ``significant``: any significant disparity;
+* ``significant-moderate``: any significant disparity whose level is moderate or severe (the gap's
+  interval reaches half the threshold);
+* ``significant-severe``: any significant disparity whose level is severe (the interval reaches the
+  threshold);
+* ``severe``: any severe disparity (severe implies significant: the level is read from the interval);
+* ``not-negligible``: any disparity not shown negligible (the gap's interval reaches half the threshold),
+  significant or not: the strict gate, which small data sets cannot pass;
+* ``performance``: any band or group (or the whole data set) whose mean error is above the threshold by
+  its interval: a model poor for everyone fails this, not the disparity rules;
+* ``performance-possible``: also where the interval merely contains the threshold.
 
-``max_score``: attribute -> largest allowed score (``gender``, ``body_shape``, ``skin_tone``:
-the absolute score in error units; for ``body_shape`` and ``skin_tone`` also the largest band
-gap; ``intersectional``: customers in underperforming clusters). The gate fails when the score
-exceeds the bound, significant or not.
+``max_score``: attribute -> largest allowed score (``gender``, ``body_shape``, ``skin_tone``: the
+largest gap between bands or groups, and seed 000's score; ``intersectional``: seed 000's DBSCAN count,
+samples in underperforming clusters). The gate fails when the score exceeds the bound, significant or not.
 
-Severity and significance are read as the report states them: for body shape and skin tone the
-verdict that combines seed 000's slope test with the band means; for the intersectional score
-the permutation test, severe when significant (its members' errors reach the cluster
-threshold); a report without a permutation test never counts the intersectional score as
-significant.
+The level words are the report's own (``verdict.level``): the gate never re-derives a severity.
 """
 
 from __future__ import annotations
@@ -32,9 +34,17 @@ from dataclasses import dataclass, field
 
 __all__ = ["FAIL_ON", "GateResult", "GateRules", "evaluate", "parse_rules"]
 
-FAIL_ON = ("significant", "significant-moderate", "significant-severe", "severe")
+FAIL_ON = (
+    "significant",
+    "significant-moderate",
+    "significant-severe",
+    "severe",
+    "not-negligible",
+    "performance",
+    "performance-possible",
+)
 ATTRIBUTES = ("gender", "body_shape", "skin_tone", "intersectional")
-_RANK = {"negligible": 0, "moderate": 1, "severe": 2}
+_RANK = {"negligible": 0, "inconclusive": 1, "moderate": 2, "severe": 3}
 
 
 @dataclass(frozen=True)
@@ -90,38 +100,56 @@ def parse_rules(fail_on: Iterable[str] = ("significant-severe",), max_score: Ite
 
 
 def _read(report: Mapping) -> dict[str, dict]:
-    """Per attribute present: significant, level, score(s) and a description."""
+    """Per attribute present: significant, level, score(s) and a description, from its verdict."""
     found = {}
     for key in ("gender", "body_shape", "skin_tone"):
         part = report.get(key)
         if not part:
             continue
-        verdict = part.get("verdict")
-        scores = [abs(part["score"])]
-        if verdict is not None:
-            significant, level = verdict["significant"], verdict["level"]
-            scores.append(part["bands"]["gap"])
-            where = f" (band {verdict['worst_band']}, {verdict['worse_end']} end worse)"
-        else:
-            significant, level, where = part["significant"], part["severity"], ""
+        verdict = part["verdict"]
+        seed = part.get("seed_000") or {}
+        low, high = verdict["gap_ci"]
+        where = f", {verdict['worst_band']} worst" if verdict["significant"] else ""
         found[key] = {
-            "significant": bool(significant),
-            "level": level,
-            "score": max(scores),
-            "text": f"{key}: {'significant' if significant else 'not significant'}, {level}{where}",
+            "significant": bool(verdict["significant"]),
+            "level": verdict["level"],
+            "score": max(float(verdict["gap"]), abs(float(seed.get("score", 0.0)))),
+            "text": f"{key}: {'significant' if verdict['significant'] else 'not significant'}, {verdict['level']} "
+            f"(gap {verdict['gap']:.3g}, 95% CI {low:.3g} to {high:.3g}{where})",
         }
-    inter = report.get("intersectional")
-    if inter:
-        significant = bool(inter.get("significant"))
-        n = inter["n_customers"]
+    inter = report.get("intersectional") or {}
+    verdict = inter.get("verdict")
+    seed = inter.get("seed_000") or {}
+    if verdict or seed:
+        significant = bool(verdict and verdict["significant"])
+        regions = "; ".join((verdict or {}).get("regions", [])[:3])
         found["intersectional"] = {
             "significant": significant,
-            "level": "severe" if significant and n else "negligible",
-            "score": float(n),
-            "text": f"intersectional: {n} customer(s), "
-            + ("no permutation test" if inter.get("p_value") is None else f"permutation p = {inter['p_value']:.3g}"),
+            "level": verdict["level"] if verdict else "inconclusive",
+            "score": float(seed.get("n_customers", 0)),
+            "text": "intersectional: "
+            + (
+                f"{'significant' if significant else 'not significant'}, {verdict['level']}"
+                + (f" ({regions})" if significant and regions else "")
+                if verdict
+                else "no grid test"
+            ),
         }
     return found
+
+
+def _performance(report: Mapping, possible: bool) -> list[str]:
+    perf = report.get("performance")
+    if not perf:
+        return []
+    where = list(perf.get("above", []))
+    if perf["overall"]["reading"] == "above the threshold":
+        where.insert(0, "overall")
+    if possible:
+        where += list(perf.get("may_reach", []))
+        if perf["overall"]["reading"] == "may reach the threshold":
+            where.insert(0, "overall (may reach)")
+    return where
 
 
 def evaluate(report: Mapping, rules: GateRules | None = None) -> GateResult:
@@ -141,10 +169,11 @@ def evaluate(report: Mapping, rules: GateRules | None = None) -> GateResult:
 
     Examples
     --------
-    >>> report = {"gender": {"significant": True, "severity": "severe", "score": 2.5}}
+    >>> verdict = {"significant": True, "level": "severe", "gap": 2.5, "gap_ci": [2.1, 2.9], "worst_band": "m"}
+    >>> report = {"gender": {"verdict": verdict, "seed_000": {"score": 2.5}}}
     >>> evaluate(report).reasons
-    ('gender: significant, severe fails --fail-on significant-severe',)
-    >>> evaluate(report, parse_rules(["significant-severe"], ["gender=3"])).passed
+    ('gender: significant, severe (gap 2.5, 95% CI 2.1 to 2.9, m worst) fails --fail-on significant-severe',)
+    >>> evaluate(report, parse_rules(["not-negligible"], ["gender=3"])).passed
     False
     """
     rules = rules or GateRules()
@@ -152,17 +181,34 @@ def evaluate(report: Mapping, rules: GateRules | None = None) -> GateResult:
     reasons = []
     for item in found.values():
         for rule in rules.fail_on:
+            if rule.startswith("performance"):
+                continue
             failed = {
                 "significant": item["significant"],
-                "significant-moderate": item["significant"] and _RANK[item["level"]] >= 1,
-                "significant-severe": item["significant"] and _RANK[item["level"]] >= 2,
-                "severe": _RANK[item["level"]] >= 2,
+                "significant-moderate": item["significant"] and _RANK[item["level"]] >= _RANK["moderate"],
+                "significant-severe": item["significant"] and _RANK[item["level"]] >= _RANK["severe"],
+                "severe": _RANK[item["level"]] >= _RANK["severe"],
+                "not-negligible": _RANK[item["level"]] >= _RANK["inconclusive"],
             }[rule]
             if failed:
                 reasons.append(f"{item['text']} fails --fail-on {rule}")
+    for rule in rules.fail_on:
+        if rule.startswith("performance"):
+            where = _performance(report, possible=rule == "performance-possible")
+            if where:
+                threshold = report["performance"]["threshold"]
+                reasons.append(
+                    f"performance: mean error above the threshold {threshold:g} in {', '.join(where)} "
+                    f"fails --fail-on {rule}"
+                )
     for key, bound in rules.max_score.items():
         if key not in found:
             reasons.append(f"{key}: not in the report, so --max-score {key}={bound:g} cannot be checked")
         elif found[key]["score"] > bound:
             reasons.append(f"{key}: score {found[key]['score']:.3g} exceeds --max-score {key}={bound:g}")
-    return GateResult(passed=not reasons, reasons=tuple(reasons), checked=tuple(i["text"] for i in found.values()))
+    checked = [i["text"] for i in found.values()]
+    perf = report.get("performance")
+    if perf:
+        overall = perf["overall"]
+        checked.append(f"performance: overall mean error {overall['mean_error']:.3g}, {overall['reading']}")
+    return GateResult(passed=not reasons, reasons=tuple(reasons), checked=tuple(checked))

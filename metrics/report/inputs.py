@@ -44,6 +44,7 @@ class ReportInputError(Exception):
 class ReportOptions:
     """Options of the report (the command-line flags)."""
 
+    #: Files (CSV, JSON Lines, Parquet) or DataFrames already in memory (one table may serve as both).
     attributes: Path
     predictions: Path
     out: Path
@@ -68,8 +69,18 @@ class ReportOptions:
     n_bands: int = 5
     #: Shuffles of the intersectional permutation null (0: none).
     permutations: int = 199
-    #: Permutations of the band-gap test.
+    #: Resamples of the disparity tests (bands, groups, grid cells: wild cluster bootstrap of the max-t).
     band_permutations: int = 999
+    #: Column naming the person (subject) of each sample: photos of one person are one cluster in every
+    #: test and interval. None: independent samples (the report warns when an id column repeats).
+    cluster: str | None = None
+    #: Where ``cluster`` came from, in words (set by callers that choose it, e.g. "subject ids repeat").
+    cluster_source: str | None = None
+    #: Attributes crossed by the intersectional grid (None: skin tone x body shape when both are given,
+    #: else one of them x gender). Names among "skin_tone", "body_shape", "gender".
+    grid_factors: list[str] | None = None
+    #: Fewest samples a grid cell needs to be tested.
+    min_cell: int = 10
     #: Other DBSCAN ``min_samples`` values whose flagged counts are shown (empty: none).
     min_samples_sweep: list[int] = field(default_factory=lambda: [5, 20])
     #: Columns with each image's smallest and largest skin-tone label (label-uncertainty check).
@@ -116,8 +127,8 @@ def load_table(path: Path, id_column: str):
 
     Parameters
     ----------
-    path : Path
-        File; the format comes from the extension.
+    path : Path or pandas.DataFrame
+        File (the format comes from the extension), or a table already in memory.
     id_column : str
         Column read as text so that ids compare equal across formats.
 
@@ -133,6 +144,14 @@ def load_table(path: Path, id_column: str):
     """
     import pandas as pd
 
+    if isinstance(path, pd.DataFrame):
+        # In memory (the web app, simulations): the same checks as for a file.
+        table = path.copy()
+        table.columns = [str(c) for c in table.columns]
+        if id_column in table.columns:
+            ids = table[id_column]
+            table[id_column] = ids.where(ids.isna(), ids.astype(str))
+        return table
     path = Path(path)
     if not path.is_file():
         raise ReportInputError([f"{path}: file not found"])
@@ -161,7 +180,18 @@ def _join(options: ReportOptions):
     predictions = load_table(options.predictions, options.on)
     problems = []
     wanted_attributes = (
-        [c for c in (options.gender, options.skin_tone, options.body_shape, options.tone_min, options.tone_max) if c]
+        [
+            c
+            for c in (
+                options.gender,
+                options.skin_tone,
+                options.body_shape,
+                options.tone_min,
+                options.tone_max,
+                options.cluster,
+            )
+            if c
+        ]
         + list(options.groups)
         + list(options.labeler_columns)
     )
@@ -227,30 +257,36 @@ def _join(options: ReportOptions):
         on=options.on,
         how="inner",
     )
-    numeric_columns = [(options.error, "error")] + [
-        (c, flag)
-        for c, flag in (
-            (options.skin_tone, "skin tone"),
-            (options.tone_min, "smallest tone label"),
-            (options.tone_max, "largest tone label"),
-        )
-        if c
-    ]
     import pandas as pd
 
-    for column, what in numeric_columns:
-        as_number = pd.to_numeric(merged[column], errors="coerce")
-        bad = ~np.isfinite(as_number.to_numpy(dtype=np.float64))
+    # The error must be there for every row; an attribute may be missing on some rows, which are then
+    # left out of that attribute's scores only (named in a warning), never the whole report.
+    missing: dict[str, np.ndarray] = {}
+    for column, what, optional in (
+        (options.error, "error", False),
+        (options.skin_tone, "skin tone", True),
+        (options.tone_min, "smallest tone label", True),
+        (options.tone_max, "largest tone label", True),
+    ):
+        if not column:
+            continue
+        raw = merged[column]
+        as_number = pd.to_numeric(raw, errors="coerce")
+        empty = _missing(raw)
+        finite = np.isfinite(as_number.to_numpy(dtype=np.float64))
+        bad = ~finite & ~empty if optional else ~finite
         if bad.any():
             ids = merged.loc[bad, options.on].tolist()[:_MAX_EXAMPLES]
-            raw = merged.loc[bad, column].tolist()[:_MAX_EXAMPLES]
+            values = merged.loc[bad, column].tolist()[:_MAX_EXAMPLES]
             problems.append(
-                f"column {column!r} ({what}): {int(bad.sum())} non-numeric or missing "
+                f"column {column!r} ({what}): {int(bad.sum())} non-numeric{'' if optional else ' or missing'} "
                 f"value(s), at {options.on} {', '.join(map(str, ids))} "
-                f"(values {', '.join(map(repr, raw))})"
+                f"(values {', '.join(map(repr, values))})"
             )
         else:
             merged[column] = as_number.astype(np.float64)
+            if optional and (~finite).any():
+                missing[column] = ~finite
     for column in options.labeler_columns:
         # One labeler's tones: empty where the labeler gave none; anything else must be a number.
         raw = merged[column]
@@ -263,21 +299,40 @@ def _join(options: ReportOptions):
             )
         merged[column] = as_number.astype(np.float64)
     if options.gender:
-        missing_gender = merged[options.gender].isna()
-        if missing_gender.any():
-            ids = merged.loc[missing_gender, options.on].tolist()[:_MAX_EXAMPLES]
-            problems.append(
-                f"column {options.gender!r} (gender): {int(missing_gender.sum())} missing "
-                f"value(s), at {options.on} {', '.join(map(str, ids))}"
-            )
+        empty = _missing(merged[options.gender])
+        if empty.any():
+            missing[options.gender] = empty
     body_treatment = None
     if options.body_shape:
-        body_treatment = _body_shape(merged, options, problems)
+        empty = _missing(merged[options.body_shape])
+        if empty.any():
+            missing[options.body_shape] = empty
+        body_treatment = _body_shape(merged, options, problems, empty)
     if len(merged) < 3:
         problems.append(f"too few samples: {len(merged)} matched row(s), need at least 3")
     if problems:
         raise ReportInputError(problems)
-    return merged, unmatched, body_treatment
+    notes = {"missing": missing, "repeating": [] if options.cluster else _repeating_ids(attributes, options)}
+    return merged, unmatched, body_treatment, notes
+
+
+#: Attribute columns whose repeated values suggest several samples per person (the report warns).
+_PERSON_COLUMNS = ("subject_id", "subject", "person_id", "person", "participant_id", "customer_id")
+
+
+def _repeating_ids(attributes, options: ReportOptions) -> list[dict]:
+    """Id-like attribute columns whose values repeat: samples that are probably not independent."""
+    found = []
+    for column in attributes.columns:
+        name = str(column)
+        lower = name.lower()
+        if name == options.on or not (lower in _PERSON_COLUMNS or lower.endswith("_id")):
+            continue
+        values = attributes[column]
+        values = values[~_missing(values)]
+        if values.size and values.nunique() < values.size:
+            found.append({"column": name, "n_values": int(values.nunique()), "n_rows": int(values.size)})
+    return found
 
 
 def _missing(column) -> np.ndarray:
@@ -286,11 +341,12 @@ def _missing(column) -> np.ndarray:
     return (column.isna() | (text == "")).to_numpy()
 
 
-def _body_shape(merged, options: ReportOptions, problems: list[str]) -> str | None:
-    """Decide how the body-shape column is scored and convert it in ``merged``.
+def _body_shape(merged, options: ReportOptions, problems: list[str], missing: np.ndarray) -> str | None:
+    """Decide how the body-shape column is scored and convert it in ``merged`` (rows with a value).
 
-    Returns ``"continuous"`` (the column becomes float) or ``"categorical"`` (the column becomes
-    stripped text, one group per value), or None after appending a problem.
+    Returns ``"continuous"`` (the column becomes float, NaN where missing) or ``"categorical"`` (the
+    column becomes stripped text, one group per value, empty where missing), or None after appending a
+    problem.
     """
     import pandas as pd
 
@@ -301,22 +357,21 @@ def _body_shape(merged, options: ReportOptions, problems: list[str]) -> str | No
         )
         return None
     raw = merged[column]
-    missing = _missing(raw)
-    if missing.any():
-        ids = merged.loc[missing, on].tolist()[:_MAX_EXAMPLES]
-        problems.append(
-            f"column {column!r} (body shape): {int(missing.sum())} missing value(s), at {on} {', '.join(map(str, ids))}"
-        )
-        return None
     as_number = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64)
-    numeric = np.isfinite(as_number)
+    present = ~missing
+    numeric = np.isfinite(as_number) | missing  # a missing value is neither number nor text
+    text_values = ~np.isfinite(as_number) & present
     kind = options.body_shape_kind
+    if not present.any():
+        problems.append(f"column {column!r} (body shape): no value at all; leave out --body-shape")
+        return None
     if kind == "auto":
-        if numeric.all():
+        if not text_values.any():
             kind = "continuous"
-        elif not numeric.any():
+        elif not (np.isfinite(as_number) & present).any():
             kind = "categorical"
         else:
+            numeric = ~text_values
             ids = merged.loc[~numeric, on].tolist()[:_MAX_EXAMPLES]
             text = merged.loc[~numeric, column].tolist()[:_MAX_EXAMPLES]
             numbers = merged.loc[numeric, column].tolist()[:3]
@@ -337,10 +392,10 @@ def _body_shape(merged, options: ReportOptions, problems: list[str]) -> str | No
                 "continuous needs numbers (auto or categorical treat text as groups)"
             )
             return None
-        merged[column] = as_number
+        merged[column] = np.where(missing, np.nan, as_number)
         return "continuous"
     # Categorical: numbers read from a CSV as floats are named without a trailing ".0".
-    merged[column] = [_label(v) for v in raw.tolist()]
+    merged[column] = ["" if gone else _label(v) for v, gone in zip(raw.tolist(), missing, strict=True)]
     return "categorical"
 
 

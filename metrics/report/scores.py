@@ -1,4 +1,10 @@
-"""The report as a JSON-serialisable dict: the four scores, summary sentences, mean error by group."""
+"""The report as a JSON-serialisable dict: verdicts, performance, seed 000's scores, summary sentences.
+
+Every attribute part has the same ``verdict`` object (``significant``, ``level``, ``reading``, the gap
+and its interval): the one source of the level words in the summary, the HTML tables, the web page and
+the gates. Seed 000's own tests sit under ``seed_000`` in each part, reproduced and labelled as such.
+``performance`` says where the mean error itself is above the threshold, apart from any disparity.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +16,7 @@ __all__ = ["build_report"]
 
 # Above this many rows the DBSCAN ensemble takes seconds: show a progress bar.
 _PROGRESS_ROWS = 5_000
+_EXAMPLES = 5
 
 
 def build_report(options: ReportOptions) -> dict:
@@ -23,10 +30,11 @@ def build_report(options: ReportOptions) -> dict:
     Returns
     -------
     dict
-        Keys ``inputs``, ``settings``, ``warnings`` (groups left out of a test, and why),
-        ``gender``, ``skin_tone``, ``body_shape`` (``treatment``: ``"continuous"`` or
-        ``"categorical"``), ``intersectional`` (``None`` when not requested), ``summary``
-        (sentences, the warnings first) and ``groups``.
+        Keys ``inputs`` (with the clustering and its design effect), ``settings``, ``warnings``,
+        ``gender``, ``skin_tone``, ``body_shape`` (each with ``verdict``, its groups or bands, and
+        ``seed_000``), ``intersectional`` (``grid`` with its ``verdict``, and the seed's DBSCAN ensemble
+        under ``seed_000``), ``performance``, ``label_uncertainty``, ``composition``, ``summary`` (the
+        warnings first) and ``groups``.
 
     Raises
     ------
@@ -35,64 +43,67 @@ def build_report(options: ReportOptions) -> dict:
     """
     from metrics import unfairness
 
-    merged, unmatched, body_treatment = _join(options)
+    merged, unmatched, body_treatment, notes = _join(options)
     errors = merged[options.error].to_numpy(dtype=np.float64)
+    people = merged[options.cluster].to_numpy(dtype=object) if options.cluster else None
     cluster_threshold = (
         options.threshold if options.cluster_error_threshold is None else options.cluster_error_threshold
     )
+    warnings: list[str] = []
+    clustering = None
+    if options.cluster:
+        clustering = {
+            "column": options.cluster,
+            "source": options.cluster_source or f"--cluster {options.cluster}",
+            **unfairness.design_effect(errors, people),
+        }
+        empty = _blank(merged[options.cluster])
+        if empty.any():
+            warnings.append(
+                f"cluster column {options.cluster!r}: {int(empty.sum())} row(s) have no value (e.g. {options.on} "
+                f"{_ids(merged, options, empty)}); each counts as a person of its own"
+            )
+    for found in notes["repeating"]:
+        warnings.append(
+            f"column {found['column']!r} repeats ({found['n_values']} values over {found['n_rows']} rows): if these "
+            f"are several photos of the same people, the samples are not independent and every test here is too "
+            f"confident; give --cluster {found['column']}"
+        )
+    for column, mask in notes["missing"].items():
+        warnings.append(
+            f"column {column!r}: {int(mask.sum())} of {mask.size} row(s) have no value (e.g. {options.on} "
+            f"{_ids(merged, options, mask)}); they are left out of the scores of that attribute only"
+        )
     report: dict = {
         "inputs": {
             "attributes": str(options.attributes),
             "predictions": str(options.predictions),
             "id_column": options.on,
             "n_samples": len(merged),
+            "clusters": clustering,
             **unmatched,
         },
-        "settings": {
-            "error_column": options.error,
-            "threshold": options.threshold,
-            "alpha": options.alpha,
-            "severity_rule": "ratio = |score| / threshold; <0.5 negligible, <1 moderate, >=1 severe",
-            "band_rule": (
-                "continuous attributes: the verdict is the worst of the P5-P95 score's severity, the largest "
-                "band gap's severity, and severe when a band's mean error reaches the threshold"
-            ),
-            "cluster_error_threshold": cluster_threshold,
-            "cluster_error_threshold_source": (
-                "the error threshold" if options.cluster_error_threshold is None else "set (--cluster-error-threshold)"
-            ),
-            "min_samples": options.min_samples,
-            "min_samples_note": "DBSCAN min_samples is not given by seed 000; it is a parameter of this report",
-            "n_bands": options.n_bands,
-            "permutations": options.permutations,
-            "band_permutations": options.band_permutations,
-            "seed": options.seed,
-            "min_cluster_size": options.min_cluster_size,
-            "min_fraction": options.min_fraction,
-            "body_shape_treatment": body_treatment,
-            "body_shape_kind": options.body_shape_kind,
-            "body_shape_rule": _TREATMENT_RULE,
-            "min_group_size": MIN_GROUP_SIZE,
-            "small_group_rule": (
-                f"a group of a categorical attribute with fewer than {MIN_GROUP_SIZE} rows is left out of that "
-                "attribute's KS tests (named in the warnings); its rows stay in every other score; fewer than two "
-                "groups left is an error"
-            ),
-        },
-        "warnings": [],
+        "settings": _settings(options, body_treatment, cluster_threshold),
+        "warnings": warnings,
         "gender": None,
         "skin_tone": None,
         "body_shape": None,
         "intersectional": None,
+        "performance": None,
         "label_uncertainty": None,
         "composition": None,
     }
-    problems = []
+    problems: list[str] = []
     results: dict = {}
+    band_labels: dict[str, np.ndarray] = {}
 
     def step(name: str) -> None:
         if options.on_step is not None:
             options.on_step(name)
+
+    def rows_of(column: str) -> np.ndarray:
+        mask = notes["missing"].get(column)
+        return np.ones(len(merged), dtype=bool) if mask is None else ~mask
 
     categorical_parts = [("gender", options.gender)]
     if body_treatment == "categorical":
@@ -101,14 +112,16 @@ def build_report(options: ReportOptions) -> dict:
         if not column:
             continue
         step(key)
+        rows = rows_of(column)
         labels = merged[column].astype(str).to_numpy()
         try:
-            result, part, warned = _categorical_part(key, column, errors, labels, options)
+            result, part, warned, labelled = _categorical_part(key, column, errors, labels, rows, people, options)
         except ValueError as exc:
             problems.append(f"{key.replace('_', ' ')} ({column}): {exc}")
             continue
-        report["warnings"].extend(warned)
+        warnings.extend(warned)
         results[key] = result
+        band_labels[key] = labelled
         report[key] = part
     continuous_parts = [("skin_tone", options.skin_tone)]
     if body_treatment == "continuous":
@@ -117,111 +130,121 @@ def build_report(options: ReportOptions) -> dict:
         if not column:
             continue
         step(key)
+        rows = rows_of(column)
         try:
-            attribute = merged[column].to_numpy(dtype=np.float64)
-            result = unfairness.continuous_unfairness(errors, attribute, alpha=options.alpha)
-            bands = unfairness.band_unfairness(
-                errors,
-                attribute,
-                threshold=options.threshold,
-                alpha=options.alpha,
-                n_bands=options.n_bands,
-                n_permutations=options.band_permutations,
-                seed=options.seed,
-            )
-            results[key] = result
-            results[f"{key}_bands"] = bands
-            report[key] = _continuous_json(result, column, options)
-            report[key]["bands"] = _bands_json(bands)
-            report[key]["verdict"] = _verdict_json(unfairness.continuous_verdict(result, bands))
-            if key == "body_shape":
-                report[key]["treatment"] = "continuous"
-                report[key]["treatment_reason"] = _treatment_reason("continuous", options)
+            part, found, labelled, warned = _continuous_part(key, column, merged, errors, rows, people, options)
         except ValueError as exc:
             problems.append(f"{key.replace('_', ' ')} ({column}): {exc}")
+            continue
+        warnings.extend(warned)
+        results.update(found)
+        band_labels[key] = labelled
+        report[key] = part
     if problems:
         raise ReportInputError(problems)
     if options.skin_tone:
         from .composition import tone_composition
 
+        rows = rows_of(options.skin_tone)
         try:
-            report["composition"] = tone_composition(merged[options.skin_tone].to_numpy(), options.tone_levels)
+            report["composition"] = tone_composition(
+                merged[options.skin_tone].to_numpy()[rows],
+                options.tone_levels or report["skin_tone"]["bands"].get("levels"),
+                clusters=None if people is None else people[rows],
+            )
         except ValueError as exc:
             raise ReportInputError([f"skin tone ({options.skin_tone}): {exc}"]) from None
     if options.tone_min and options.tone_max:
         step("label_uncertainty")
-        try:
-            check = unfairness.label_uncertainty(
-                errors,
-                merged[options.skin_tone].to_numpy(dtype=np.float64),
-                merged[options.tone_min].to_numpy(dtype=np.float64),
-                merged[options.tone_max].to_numpy(dtype=np.float64),
-                threshold=options.threshold,
-                alpha=options.alpha,
-                n_draws=options.uncertainty_draws,
-                n_bands=options.n_bands,
-                seed=options.seed,
-                labeler_tones={c: merged[c].to_numpy(dtype=np.float64) for c in options.labeler_columns} or None,
-            )
-        except ValueError as exc:
-            raise ReportInputError([f"label-uncertainty check: {exc}"]) from None
-        report["label_uncertainty"] = {
-            "columns": [options.tone_min, options.tone_max],
-            "conclusion": check.conclusion,
-            "n_draws": check.n_draws,
-            "n_same": check.n_same,
-            "fraction_same": check.fraction_same,
-            "fraction_same_ci": list(check.fraction_same_ci),
-            "fraction_significant": check.fraction_significant,
-            "fraction_significant_ci": list(check.fraction_significant_ci),
-            "conclusions": check.conclusions,
-            "robust": check.robust,
-            "per_labeler": check.per_labeler,
-        }
-    if options.skin_tone and options.body_shape:
+        report["label_uncertainty"] = _uncertainty_part(merged, errors, people, options, rows_of)
+    grid_factors = _grid_factors(options, band_labels)
+    if options.skin_tone and options.body_shape or len(grid_factors) >= 2:
         step("intersectional")
-        progress = options.progress
-        if progress is None:
-            progress = len(merged) >= _PROGRESS_ROWS
-        settings = {
-            "min_cluster_size": options.min_cluster_size,
-            "error_threshold": cluster_threshold,
-            "min_fraction": options.min_fraction,
-        }
-        if body_treatment == "categorical":
-            # One-hot, not ordinal: no cluster mixes body shapes (see intersectional_unfairness's strata).
-            features = merged[[options.skin_tone]].to_numpy(dtype=np.float64)
-            settings["strata"] = merged[options.body_shape].to_numpy()
-        else:
-            features = merged[[options.body_shape, options.skin_tone]].to_numpy(dtype=np.float64)
-        result = unfairness.intersectional_unfairness(
-            errors,
-            features,
-            min_samples=options.min_samples,
-            progress=bool(progress),
-            n_permutations=options.permutations,
-            seed=options.seed,
-            alpha=options.alpha,
-            **settings,
+        report["intersectional"] = _intersectional_part(
+            merged, errors, people, options, body_treatment, cluster_threshold, grid_factors, band_labels, rows_of
         )
-        sweep = {options.min_samples: result.n_customers}
-        sweep.update(
-            unfairness.min_samples_sweep(
-                errors, features, [m for m in options.min_samples_sweep if m != options.min_samples], **settings
-            )
-        )
-        results["intersectional"] = result
-        ids = merged[options.on].to_numpy()
-        strata = [options.body_shape] if body_treatment == "categorical" else []
-        categorical = {
-            c: merged[c].astype(str).to_numpy() for c in dict.fromkeys([*strata, options.gender, *options.groups]) if c
-        }
-        report["intersectional"] = _intersectional_json(result, ids, options, categorical, sweep, body_treatment)
+        results["intersectional"] = report["intersectional"].pop("_seed_result", None)
+    report["performance"] = _performance(report, errors, people, options)
     report["summary"] = _summary(report, options)
-    report["groups"] = _groups_section(options, merged)
+    report["groups"] = _groups_section(options, merged, people)
     report["_results"] = results
     report["_merged"] = merged
     return report
+
+
+def _blank(column) -> np.ndarray:
+    text = column.astype(str).str.strip()
+    return (column.isna() | (text == "") | (text.str.lower() == "nan")).to_numpy()
+
+
+def _ids(merged, options: ReportOptions, mask: np.ndarray) -> str:
+    return ", ".join(map(str, merged.loc[mask, options.on].tolist()[:_EXAMPLES]))
+
+
+def _settings(options: ReportOptions, body_treatment, cluster_threshold) -> dict:
+    from metrics.unfairness import DISPARITY_RULE
+
+    return {
+        "error_column": options.error,
+        "threshold": options.threshold,
+        "alpha": options.alpha,
+        "margin": 0.5 * options.threshold,
+        "disparity_rule": DISPARITY_RULE,
+        "performance_rule": (
+            "a band or group's mean error is above the threshold when its whole 95% interval is, may reach it when "
+            "the interval contains it; performance is reported apart and never sets a disparity level"
+        ),
+        "significance_rule": (
+            "continuous attributes: the cluster-robust trend test and the band-gap test, Holm-adjusted over the "
+            "two; categorical attributes: the pairwise group-gap test (family-wise over the pairs); the grid: "
+            "every cell against the rest (family-wise over the cells); seed 000's tests are reproduced and "
+            "do not decide"
+        ),
+        "cluster": options.cluster,
+        "cluster_source": options.cluster_source or (f"--cluster {options.cluster}" if options.cluster else None),
+        "cluster_error_threshold": cluster_threshold,
+        "cluster_error_threshold_source": (
+            "the error threshold" if options.cluster_error_threshold is None else "set (--cluster-error-threshold)"
+        ),
+        "min_samples": options.min_samples,
+        "min_samples_note": "DBSCAN min_samples is not given by seed 000; it is a parameter of this report",
+        "n_bands": options.n_bands,
+        "tone_levels": options.tone_levels,
+        "permutations": options.permutations,
+        "band_permutations": options.band_permutations,
+        "resamples_note": (
+            "band_permutations: wild bootstrap resamples of the disparity tests (bands, groups, grid cells); "
+            "permutations: shuffles of seed 000's DBSCAN null (and its clustered KS test)"
+        ),
+        "seed": options.seed,
+        "min_cluster_size": options.min_cluster_size,
+        "min_fraction": options.min_fraction,
+        "min_cell": options.min_cell,
+        "body_shape_treatment": body_treatment,
+        "body_shape_kind": options.body_shape_kind,
+        "body_shape_rule": _TREATMENT_RULE,
+        "min_group_size": MIN_GROUP_SIZE,
+        "small_group_rule": (
+            f"a group of a categorical attribute with fewer than {MIN_GROUP_SIZE} rows is left out of that "
+            "attribute's tests (named in the warnings); its rows stay in every other score; fewer than two "
+            "groups left is an error"
+        ),
+    }
+
+
+_TREATMENT_RULE = (
+    "--body-shape-kind auto (default): continuous (trend test and bands) when every value is a number, "
+    "categorical (groups, like gender) when no value is; a mix of numbers and text is refused. "
+    "--body-shape-kind continuous or categorical forces one treatment."
+)
+
+
+def _treatment_reason(treatment: str, options: ReportOptions) -> str:
+    if options.body_shape_kind != "auto":
+        return f"set by --body-shape-kind {options.body_shape_kind}"
+    if treatment == "continuous":
+        return "every value is a number (--body-shape-kind categorical treats numeric codes as groups)"
+    return "no value is a number: each distinct value is a group"
 
 
 def _ci(k: int, n: int) -> list[float]:
@@ -237,9 +260,468 @@ def _rate(k: int, n: int) -> dict:
     return {"k": int(k), "n": int(n), "rate": k / n if n else None, "ci_low": low, "ci_high": high}
 
 
-def _intersectional_json(
-    result, ids, options: ReportOptions, categorical: dict, sweep: dict, body_treatment: str | None = None
+def _verdict_json(verdict, options: ReportOptions) -> dict:
+    return {
+        "significant": bool(verdict.significant),
+        "p_value": verdict.p_value,
+        "level": verdict.level,
+        "reading": verdict.reading,
+        "gap": verdict.gap,
+        "gap_ci": list(verdict.gap_ci),
+        "margin": 0.5 * options.threshold,
+        "worst_band": verdict.worst_band,
+        "best_band": verdict.best_band,
+        "worse_end": verdict.worse_end,
+        "tests": verdict.tests,
+    }
+
+
+def _group_rows(readings) -> list[dict]:
+    return [
+        {
+            "label": g.label,
+            "n": g.n,
+            "n_clusters": g.n_clusters,
+            "mean_error": g.mean,
+            "ci_low": g.ci_low,
+            "ci_high": g.ci_high,
+            "min_detectable_gap": g.min_detectable_gap,
+            "reading": g.reading,
+            "performance": g.performance,
+        }
+        for g in readings
+    ]
+
+
+def _pairs_json(pairs) -> list[dict]:
+    return [
+        {
+            "higher": p.higher,
+            "lower": p.lower,
+            "gap": p.gap,
+            "ci_low": p.ci_low,
+            "ci_high": p.ci_high,
+            "p_adjusted": p.p_adjusted,
+            "significant": p.significant,
+        }
+        for p in pairs
+    ]
+
+
+def _categorical_part(key, column, errors, labels, rows, people, options: ReportOptions):
+    """The verdict (group gaps) and seed 000's KS tests of a categorical attribute on the rows with a value.
+
+    Groups below ``MIN_GROUP_SIZE`` rows are left out of both (warned). Returns the seed's result, the JSON
+    part, the warnings and each row's group label for the grid (empty where missing or left out).
+    """
+    from metrics.unfairness import categorical_unfairness, categorical_verdict, group_disparity
+
+    what = key.replace("_", " ")
+    names, counts = np.unique(labels[rows], return_counts=True)
+    sizes = dict(zip(names.tolist(), counts.tolist(), strict=True))
+    small = [g for g in names.tolist() if sizes[g] < MIN_GROUP_SIZE]
+    tested = [g for g in names.tolist() if sizes[g] >= MIN_GROUP_SIZE]
+    listing = ", ".join(f"{g!r} ({sizes[g]} row{'s' if sizes[g] != 1 else ''})" for g in names.tolist())
+    if len(tested) < 2:
+        raise ValueError(
+            f"nothing left to test: the tests compare at least two groups of at least {MIN_GROUP_SIZE} rows, "
+            f"and the column has {len(tested)} such group(s) among {listing}; merge small groups or leave "
+            f"out --{key.replace('_', '-')}"
+        )
+    warned = [
+        f"{what} ({column}): group {g!r} has {sizes[g]} row(s), fewer than the {MIN_GROUP_SIZE} a test needs; "
+        f"it is left out of the {what} tests (its rows stay in every other score)"
+        for g in small
+    ]
+    keep = rows & np.isin(labels, tested)
+    cluster = None if people is None else people[keep]
+    seed_result = categorical_unfairness(
+        errors[keep], labels[keep], alpha=options.alpha, clusters=cluster, n_permutations=999, seed=options.seed
+    )
+    disparity = group_disparity(
+        errors[keep],
+        labels[keep],
+        threshold=options.threshold,
+        alpha=options.alpha,
+        clusters=cluster,
+        n_boot=options.band_permutations,
+        seed=options.seed,
+    )
+    verdict = categorical_verdict(disparity)
+    part = {
+        "column": column,
+        "treatment": "categorical",
+        "n": int(keep.sum()),
+        "groups_tested": [str(g) for g in tested],
+        "left_out": [
+            {
+                "group": str(g),
+                "n": int(sizes[g]),
+                "mean_error": float(errors[rows & (labels == g)].mean()),
+                "reason": f"fewer than {MIN_GROUP_SIZE} rows: not tested",
+            }
+            for g in small
+        ],
+        "groups": _group_rows(disparity.groups),
+        "pairs": _pairs_json(disparity.pairs),
+        "gap": disparity.gap,
+        "gap_ci": list(disparity.gap_ci),
+        "p_value": disparity.p_value,
+        "critical": disparity.critical,
+        "test": disparity.method,
+        "verdict": _verdict_json(verdict, options),
+        "seed_000": _ks_json(seed_result, options),
+    }
+    if key == "body_shape":
+        part["treatment_reason"] = _treatment_reason("categorical", options)
+    labelled = np.where(keep, labels, "")
+    return seed_result, part, warned, labelled
+
+
+def _ks_json(result, options: ReportOptions) -> dict:
+    return {
+        "test": "two-sample Kolmogorov-Smirnov (seed 000)",
+        "p_value_method": result.p_value_method,
+        "correction": result.correction,
+        "n_pairs": result.n_pairs,
+        "statistic": result.statistic,
+        "p_value": result.p_value,
+        "p_value_adjusted": result.p_value_adjusted,
+        "significant": result.significant,
+        "score": result.score,
+        "score_ratio": abs(result.score) / options.threshold,
+        "higher_error_group": str(result.worst_pair.higher_error_group),
+        "lower_error_group": str(result.worst_pair.lower_error_group),
+        "pairs": [
+            {
+                "higher_error_group": str(p.higher_error_group),
+                "lower_error_group": str(p.lower_error_group),
+                "statistic": p.statistic,
+                "p_value": p.p_value,
+                "p_value_adjusted": p.p_value_adjusted,
+                "significant": p.significant,
+                "score": p.score,
+            }
+            for p in result.pairs
+        ],
+    }
+
+
+def _tone_levels(key: str, x: np.ndarray, options: ReportOptions) -> tuple[int | None, str, list[str]]:
+    """The scale the bands are cut on: given, inferred from a 1-based scale, or none (quantile bands)."""
+    from metrics.rounding import round_half_up
+
+    if key != "skin_tone":
+        return None, "", []
+    if options.tone_levels:
+        return int(options.tone_levels), "given", []
+    if x.size and x.min() >= 0.5:
+        levels = max(2, int(round_half_up(float(x.max()))))
+        return (
+            levels,
+            "the deepest tone present",
+            [
+                f"skin tone ({options.skin_tone}): the scale's size was not given, so its bands assume tones 1 to "
+                f"{levels} (the deepest present); give --tone-levels (MST: 10) so that an absent deep tone is named"
+            ],
+        )
+    return (
+        None,
+        "",
+        [
+            f"skin tone ({options.skin_tone}): values below 0.5 are not tones of a 1-based scale, so its bands are "
+            "cut at the data's quantiles (a rare tone may share a band)"
+        ],
+    )
+
+
+def _continuous_part(key, column, merged, errors, rows, people, options: ReportOptions):
+    from metrics.unfairness import (
+        attribute_bands,
+        band_unfairness,
+        continuous_unfairness,
+        continuous_verdict,
+        robust_slope,
+    )
+
+    x = merged[column].to_numpy(dtype=np.float64)[rows]
+    y = errors[rows]
+    cluster = None if people is None else people[rows]
+    levels, source, warned = _tone_levels(key, x, options)
+    seed_line = continuous_unfairness(y, x, alpha=options.alpha)
+    trend = robust_slope(y, x, clusters=cluster, alpha=options.alpha)
+    bands = band_unfairness(
+        y,
+        x,
+        threshold=options.threshold,
+        alpha=options.alpha,
+        n_bands=options.n_bands,
+        n_permutations=options.band_permutations,
+        seed=options.seed,
+        clusters=cluster,
+        levels=levels,
+    )
+    verdict = continuous_verdict(trend, bands)
+    index, spec = attribute_bands(x, options.n_bands, levels)
+    labelled = np.full(len(merged), "", dtype=object)
+    labelled[rows] = np.array([spec[i][0] for i in index], dtype=object)
+    part = {
+        "column": column,
+        "treatment": "continuous",
+        "n": int(rows.sum()),
+        "bands": {
+            "kind": bands.kind,
+            "levels": bands.levels,
+            "levels_source": source or None,
+            "bands": [
+                {
+                    "label": b.label,
+                    "low": b.low,
+                    "high": b.high,
+                    "n": b.n,
+                    "n_clusters": b.n_clusters,
+                    "mean_error": b.mean,
+                    "ci_low": b.ci_low,
+                    "ci_high": b.ci_high,
+                    "small": b.small,
+                    "min_detectable_gap": b.min_detectable_gap,
+                    "reading": b.reading,
+                    "performance": b.performance,
+                }
+                for b in bands.bands
+            ],
+            "gap": bands.gap,
+            "gap_ci": list(bands.gap_ci),
+            "gap_p_value": bands.gap_p_value,
+            "gap_significant": bands.gap_significant,
+            "worst_band": bands.worst_band,
+            "best_band": bands.best_band,
+            "worse_end": bands.worse_end,
+            "critical": bands.critical,
+            "bands_above_threshold": list(bands.above_threshold),
+            "test": bands.method,
+        },
+        "trend": {
+            "method": trend.method,
+            "slope": trend.slope,
+            "se": trend.se,
+            "df": trend.df,
+            "p_value": trend.p_value,
+            "ci_low": trend.ci_low,
+            "ci_high": trend.ci_high,
+            "score": trend.score,
+            "score_ci": [trend.score_ci_low, trend.score_ci_high],
+            "attribute_range": list(trend.attribute_range),
+        },
+        "verdict": _verdict_json(verdict, options),
+        "seed_000": {
+            "test": "least-squares slope, t-test (seed 000: independent samples, equal variances)",
+            "slope": seed_line.slope,
+            "intercept": seed_line.intercept,
+            "stderr": seed_line.stderr,
+            "p_value": seed_line.p_value,
+            "significant": seed_line.significant,
+            "score": seed_line.score,
+            "score_ratio": abs(seed_line.score) / options.threshold,
+            "percentiles": list(seed_line.percentiles),
+            "attribute_range": list(seed_line.attribute_range),
+        },
+    }
+    if key == "body_shape":
+        part["treatment_reason"] = _treatment_reason("continuous", options)
+    return part, {key: seed_line, f"{key}_trend": trend, f"{key}_bands": bands}, labelled, warned
+
+
+def _uncertainty_part(merged, errors, people, options: ReportOptions, rows_of) -> dict:
+    from metrics.unfairness import label_uncertainty
+
+    rows = rows_of(options.skin_tone) & rows_of(options.tone_min) & rows_of(options.tone_max)
+    try:
+        check = label_uncertainty(
+            errors[rows],
+            merged[options.skin_tone].to_numpy(dtype=np.float64)[rows],
+            merged[options.tone_min].to_numpy(dtype=np.float64)[rows],
+            merged[options.tone_max].to_numpy(dtype=np.float64)[rows],
+            threshold=options.threshold,
+            alpha=options.alpha,
+            n_draws=options.uncertainty_draws,
+            n_bands=options.n_bands,
+            seed=options.seed,
+            labeler_tones={c: merged[c].to_numpy(dtype=np.float64)[rows] for c in options.labeler_columns} or None,
+            clusters=None if people is None else people[rows],
+            levels=options.tone_levels,
+        )
+    except ValueError as exc:
+        raise ReportInputError([f"label-uncertainty check: {exc}"]) from None
+    return {
+        "columns": [options.tone_min, options.tone_max],
+        "conclusion": check.conclusion,
+        "n_draws": check.n_draws,
+        "n_same": check.n_same,
+        "fraction_same": check.fraction_same,
+        "fraction_same_ci": list(check.fraction_same_ci),
+        "fraction_significant": check.fraction_significant,
+        "fraction_significant_ci": list(check.fraction_significant_ci),
+        "conclusions": check.conclusions,
+        "robust": check.robust,
+        "per_labeler": check.per_labeler,
+    }
+
+
+_GRID_NAMES = ("skin_tone", "body_shape", "gender")
+
+
+def _grid_factors(options: ReportOptions, band_labels: dict) -> list[str]:
+    if options.grid_factors:
+        unknown = [f for f in options.grid_factors if f not in _GRID_NAMES]
+        if unknown:
+            raise ReportInputError([f"grid factors must be among {', '.join(_GRID_NAMES)}, got {', '.join(unknown)}"])
+        missing = [f for f in options.grid_factors if f not in band_labels]
+        if missing:
+            raise ReportInputError([f"grid factor(s) {', '.join(missing)} not scored: give their columns"])
+        return list(dict.fromkeys(options.grid_factors))
+    if "skin_tone" in band_labels and "body_shape" in band_labels:
+        return ["skin_tone", "body_shape"]
+    present = [f for f in _GRID_NAMES if f in band_labels]
+    return present[:2] if len(present) >= 2 else []
+
+
+def _intersectional_part(
+    merged,
+    errors,
+    people,
+    options: ReportOptions,
+    body_treatment,
+    cluster_threshold,
+    grid_factors,
+    band_labels,
+    rows_of,
 ) -> dict:
+    from metrics.unfairness import disparity_level, grid_unfairness
+
+    part: dict = {"grid": None, "grid_error": None, "verdict": None, "seed_000": None}
+    if len(grid_factors) >= 2:
+        rows = np.ones(len(merged), dtype=bool)
+        for factor in grid_factors:
+            rows &= band_labels[factor] != ""
+        try:
+            grid = grid_unfairness(
+                errors[rows],
+                {factor: band_labels[factor][rows] for factor in grid_factors},
+                threshold=options.threshold,
+                alpha=options.alpha,
+                clusters=None if people is None else people[rows],
+                n_boot=options.band_permutations,
+                seed=options.seed,
+                min_cell=options.min_cell,
+            )
+        except ValueError as exc:
+            part["grid_error"] = str(exc)
+        else:
+            tested = [c for c in grid.cells if c.tested]
+            low = max(0.0, max(c.ci_low for c in tested))
+            high = max(0.0, max(c.ci_high for c in tested))
+            disparity = disparity_level(low, high, options.threshold)
+            worst = max(tested, key=lambda c: c.gap)
+            part["grid"] = {
+                "factors": list(grid.factors),
+                "n": int(rows.sum()),
+                "n_cells": len(grid.cells),
+                "n_tested": grid.n_tested,
+                "p_value": grid.p_value,
+                "significant": grid.significant,
+                "critical": grid.critical,
+                "test": grid.method,
+                "cells": [_cell_json(c) for c in grid.cells],
+                "flagged": [_cell_json(c) for c in grid.flagged],
+            }
+            part["verdict"] = {
+                "significant": grid.significant,
+                "p_value": grid.p_value,
+                "level": disparity.level,
+                "reading": disparity.reading,
+                "gap": worst.gap,
+                "gap_ci": [low, high],
+                "margin": 0.5 * options.threshold,
+                "worst_band": worst.description,
+                "best_band": None,
+                "worse_end": None,
+                "regions": [c.description for c in grid.flagged],
+                "tests": {"grid": {"p_value": grid.p_value, "p_adjusted": grid.p_value, "method": grid.method}},
+            }
+    if options.skin_tone and options.body_shape:
+        part["seed_000"], part["_seed_result"] = _dbscan_part(
+            merged, errors, people, options, body_treatment, cluster_threshold, rows_of
+        )
+    return part
+
+
+def _cell_json(cell) -> dict:
+    return {
+        "labels": cell.labels,
+        "description": cell.description,
+        "n": cell.n,
+        "n_clusters": cell.n_clusters,
+        "mean_error": cell.mean,
+        "rest_mean_error": cell.rest_mean,
+        "gap": cell.gap,
+        "ci_low": cell.ci_low,
+        "ci_high": cell.ci_high,
+        "p_adjusted": cell.p_adjusted,
+        "tested": cell.tested,
+        "flagged": cell.flagged,
+        "level": cell.level,
+        "reading": cell.reading,
+        "performance": cell.performance,
+    }
+
+
+def _dbscan_part(merged, errors, people, options: ReportOptions, body_treatment, cluster_threshold, rows_of):
+    from metrics import unfairness
+
+    rows = rows_of(options.skin_tone) & rows_of(options.body_shape)
+    sub = merged.loc[rows]
+    y = errors[rows]
+    progress = options.progress
+    if progress is None:
+        progress = len(sub) >= _PROGRESS_ROWS
+    settings = {
+        "min_cluster_size": options.min_cluster_size,
+        "error_threshold": cluster_threshold,
+        "min_fraction": options.min_fraction,
+    }
+    if body_treatment == "categorical":
+        # One-hot, not ordinal: no cluster mixes body shapes (see intersectional_unfairness's strata).
+        features = sub[[options.skin_tone]].to_numpy(dtype=np.float64)
+        settings["strata"] = sub[options.body_shape].to_numpy()
+    else:
+        features = sub[[options.body_shape, options.skin_tone]].to_numpy(dtype=np.float64)
+    result = unfairness.intersectional_unfairness(
+        y,
+        features,
+        min_samples=options.min_samples,
+        progress=bool(progress),
+        n_permutations=options.permutations,
+        seed=options.seed,
+        alpha=options.alpha,
+        clusters=None if people is None else people[rows],
+        **settings,
+    )
+    sweep = {options.min_samples: result.n_customers}
+    sweep.update(
+        unfairness.min_samples_sweep(
+            y, features, [m for m in options.min_samples_sweep if m != options.min_samples], **settings
+        )
+    )
+    ids = sub[options.on].to_numpy()
+    strata = [options.body_shape] if body_treatment == "categorical" else []
+    categorical = {
+        c: sub[c].astype(str).to_numpy() for c in dict.fromkeys([*strata, options.gender, *options.groups]) if c
+    }
+    return _dbscan_json(result, ids, options, categorical, sweep, body_treatment), (result, rows)
+
+
+def _dbscan_json(result, ids, options: ReportOptions, categorical: dict, sweep: dict, body_treatment) -> dict:
     from metrics.unfairness import describe_finding
 
     if body_treatment == "categorical":
@@ -253,7 +735,11 @@ def _intersectional_json(
     else:
         names = [options.body_shape, options.skin_tone]
         encoding = "both columns numeric, each standardised (z-score)"
+    significant = bool(result.significant)
     part = {
+        "test": "seed 000's DBSCAN ensemble; permutation null: errors shuffled across samples"
+        + (" (whole people moved)" if options.cluster else "")
+        + ", same clusters, same ensemble",
         "encoding": encoding,
         "body_shape_treatment": body_treatment,
         "score": result.n_customers,
@@ -277,10 +763,11 @@ def _intersectional_json(
         "error_threshold": result.error_threshold,
         "min_samples": result.min_samples,
         "min_samples_sweep": [{"min_samples": int(m), "n_customers": int(c)} for m, c in sorted(sweep.items())],
-        "test": "permutation: errors shuffled across customers, same clusters, same ensemble",
         "n_permutations": result.n_permutations,
         "p_value": result.p_value,
         "significant": result.significant,
+        # Regions are named only when the ensemble's count beats its null: on data without any effect the
+        # ensemble flags samples in most data sets.
         "findings": [
             {
                 "n_customers": int(f.members.size),
@@ -294,7 +781,9 @@ def _intersectional_json(
                 "members": [str(i) for i in ids[f.members]],
             }
             for f in result.findings
-        ],
+        ]
+        if significant
+        else [],
     }
     if result.null_counts is not None:
         null = result.null_counts
@@ -307,168 +796,72 @@ def _intersectional_json(
     return part
 
 
-def _bands_json(bands) -> dict:
-    return {
-        "kind": bands.kind,
-        "bands": [
+_ATTRIBUTE_NAMES = {"gender": "gender", "skin_tone": "skin tone", "body_shape": "body shape"}
+
+
+def _performance(report: dict, errors: np.ndarray, people, options: ReportOptions) -> dict:
+    """Where the mean error itself is above the threshold: overall, per band and per group (by intervals)."""
+    from metrics.unfairness import mean_interval, performance_reading
+
+    overall = mean_interval(errors, people, options.alpha)
+    reading = performance_reading(overall.mean, overall.ci_low, overall.ci_high, options.threshold)
+    by: dict[str, list[dict]] = {}
+    above, may_reach = [], []
+    for key, name in _ATTRIBUTE_NAMES.items():
+        part = report.get(key)
+        if not part:
+            continue
+        rows = part["bands"]["bands"] if part["treatment"] == "continuous" else part["groups"]
+        by[key] = [
             {
-                "label": b.label,
-                "low": b.low,
-                "high": b.high,
-                "n": b.n,
-                "mean_error": b.mean,
-                "ci_low": b.ci_low,
-                "ci_high": b.ci_high,
-                "small": b.small,
-                "reaches_threshold": b.label in bands.above_threshold,
+                "label": r["label"],
+                "n": r["n"],
+                "mean_error": r["mean_error"],
+                "ci_low": r["ci_low"],
+                "ci_high": r["ci_high"],
+                "reading": r["performance"],
             }
-            for b in bands.bands
-        ],
-        "gap": bands.gap,
-        "gap_ci": list(bands.gap_ci),
-        "gap_p_value": bands.gap_p_value,
-        "gap_significant": bands.gap_significant,
-        "gap_severity": bands.gap_severity.level,
-        "gap_severity_ratio": bands.gap_severity.ratio,
-        "worst_band": bands.worst_band,
-        "best_band": bands.best_band,
-        "worse_end": bands.worse_end,
-        "bands_reaching_threshold": list(bands.above_threshold),
-        "test": bands.method,
-        "confidence": 1 - bands.alpha,
-    }
-
-
-def _verdict_json(verdict) -> dict:
+            for r in rows
+            if r["n"]
+        ]
+        what = "band" if part["treatment"] == "continuous" else "group"
+        above += [f"{name} {what} {r['label']}" for r in by[key] if r["reading"] == "above the threshold"]
+        may_reach += [f"{name} {what} {r['label']}" for r in by[key] if r["reading"] == "may reach the threshold"]
     return {
-        "significant": verdict.significant,
-        "p_value": verdict.p_value,
-        "level": verdict.level,
-        "driver": verdict.driver,
-        "worst_band": verdict.worst_band,
-        "worse_end": verdict.worse_end,
-        "rule": "significant: slope t-test or band-gap test, Holm-adjusted over the two",
-    }
-
-
-_TREATMENT_RULE = (
-    "--body-shape-kind auto (default): continuous (slope t-test and bands) when every value is a number, "
-    "categorical (groups, like gender: pairwise KS tests, Holm-corrected) when no value is; a mix of numbers "
-    "and text is refused. --body-shape-kind continuous or categorical forces one treatment."
-)
-
-
-def _treatment_reason(treatment: str, options: ReportOptions) -> str:
-    if options.body_shape_kind != "auto":
-        return f"set by --body-shape-kind {options.body_shape_kind}"
-    if treatment == "continuous":
-        return "every value is a number (--body-shape-kind categorical treats numeric codes as groups)"
-    return "no value is a number: each distinct value is a group"
-
-
-def _categorical_part(key: str, column: str, errors: np.ndarray, labels: np.ndarray, options: ReportOptions):
-    """KS tests over the groups of a categorical attribute, groups below ``MIN_GROUP_SIZE`` left out.
-
-    Returns the result, its JSON part and the warnings; raises ValueError when fewer than two groups can
-    be tested.
-    """
-    from metrics.unfairness import categorical_unfairness
-
-    what = key.replace("_", " ")
-    names, counts = np.unique(labels, return_counts=True)
-    sizes = dict(zip(names.tolist(), counts.tolist(), strict=True))
-    small = [g for g in names.tolist() if sizes[g] < MIN_GROUP_SIZE]
-    tested = [g for g in names.tolist() if sizes[g] >= MIN_GROUP_SIZE]
-    listing = ", ".join(f"{g!r} ({sizes[g]} row{'s' if sizes[g] != 1 else ''})" for g in names.tolist())
-    if len(tested) < 2:
-        raise ValueError(
-            f"nothing left to test: the KS test compares at least two groups of at least {MIN_GROUP_SIZE} rows, "
-            f"and the column has {len(tested)} such group(s) among {listing}; merge small groups or leave "
-            f"out --{key.replace('_', '-')}"
-        )
-    warned = [
-        f"{what} ({column}): group {g!r} has {sizes[g]} row(s), fewer than the {MIN_GROUP_SIZE} a KS test needs; "
-        f"it is left out of the {what} tests (its rows stay in every other score)"
-        for g in small
-    ]
-    keep = np.isin(labels, tested)
-    result = categorical_unfairness(errors[keep], labels[keep], alpha=options.alpha)
-    part = _categorical_json(result, options, column)
-    part["treatment"] = "categorical"
-    if key == "body_shape":
-        part["treatment_reason"] = _treatment_reason("categorical", options)
-    part["groups_tested"] = [str(g) for g in tested]
-    part["left_out"] = [
-        {
-            "group": str(g),
-            "n": int(sizes[g]),
-            "mean_error": float(errors[labels == g].mean()),
-            "reason": f"fewer than {MIN_GROUP_SIZE} rows: not tested",
-        }
-        for g in small
-    ]
-    return result, part, warned
-
-
-def _categorical_json(result, options: ReportOptions, column: str | None = None) -> dict:
-    from metrics.unfairness import severity
-
-    sev = severity(result.score, options.threshold)
-    return {
-        "column": options.gender if column is None else column,
-        "test": "two-sample Kolmogorov-Smirnov",
-        "correction": result.correction,
-        "n_pairs": result.n_pairs,
-        "p_value_adjusted": result.p_value_adjusted,
-        "statistic": result.statistic,
-        "p_value": result.p_value,
-        "significant": result.significant,
-        "score": result.score,
-        "higher_error_group": str(result.worst_pair.higher_error_group),
-        "lower_error_group": str(result.worst_pair.lower_error_group),
-        "severity": sev.level,
-        "severity_ratio": sev.ratio,
-        "group_means": {str(k): v for k, v in result.group_means.items()},
-        "group_sizes": {str(k): v for k, v in result.group_sizes.items()},
-        "pairs": [
-            {
-                "higher_error_group": str(p.higher_error_group),
-                "lower_error_group": str(p.lower_error_group),
-                "statistic": p.statistic,
-                "p_value": p.p_value,
-                "p_value_adjusted": p.p_value_adjusted,
-                "significant": p.significant,
-                "score": p.score,
-            }
-            for p in result.pairs
-        ],
-    }
-
-
-def _continuous_json(result, column: str, options: ReportOptions) -> dict:
-    from metrics.unfairness import severity
-
-    sev = severity(result.score, options.threshold)
-    return {
-        "column": column,
-        "test": "least-squares slope, t-test",
-        "slope": result.slope,
-        "intercept": result.intercept,
-        "p_value": result.p_value,
-        "significant": result.significant,
-        "score": result.score,
-        "percentiles": list(result.percentiles),
-        "attribute_range": list(result.attribute_range),
-        "severity": sev.level,
-        "severity_ratio": sev.ratio,
+        "threshold": options.threshold,
+        "rule": report["settings"]["performance_rule"],
+        "overall": {
+            "n": overall.n,
+            "n_clusters": overall.n_clusters,
+            "mean_error": overall.mean,
+            "ci_low": overall.ci_low,
+            "ci_high": overall.ci_high,
+            "reading": reading,
+        },
+        "above": above,
+        "may_reach": may_reach,
+        "by": by,
     }
 
 
 def _summary(report: dict, options: ReportOptions) -> list[str]:
     lines = [f"Warning: {line}." for line in report.get("warnings", [])]
-    if report["gender"] is not None:
-        lines.append(_categorical_summary("Gender", report["gender"], options))
-    for key, label in (("body_shape", "Body shape"), ("skin_tone", "Skin tone")):
+    clusters = report["inputs"].get("clusters")
+    if clusters:
+        deff = clusters.get("design_effect")
+        lines.append(
+            f"Clustered by {clusters['column']} ({clusters['source']}): {clusters['n_clusters']} people, "
+            f"{clusters['mean_cluster_size']:.2g} samples each on average; every test and interval resamples whole "
+            "people"
+            + (
+                f"; design effect of the mean error {deff:.2f} ({report['inputs']['n_samples']} samples carry the "
+                f"information of about {clusters['effective_n']:.0f} independent ones)."
+                if deff is not None
+                else "."
+            )
+        )
+    lines.append(_performance_summary(report["performance"], options))
+    for key, label in (("gender", "Gender"), ("body_shape", "Body shape"), ("skin_tone", "Skin tone")):
         part = report[key]
         if part is None:
             continue
@@ -481,27 +874,13 @@ def _summary(report: dict, options: ReportOptions) -> list[str]:
             lines.append(
                 f"Body shape ({part['column']}) is treated as {part['treatment']} ({part['treatment_reason']}){groups}."
             )
-        if part.get("treatment") == "categorical":
-            lines.append(_categorical_summary(label, part, options))
-        else:
-            lines.extend(_continuous_summary(label, part, options))
+        lines.extend(_attribute_summary(label, part, options))
     inter = report["intersectional"]
     if inter is not None:
         lines.extend(_intersectional_summary(inter, options))
     composition = report.get("composition")
     if composition is not None:
-        under = composition["under_represented"]
-        least = composition["tones"][composition["least_represented"] - 1]
-        lines.append(
-            f"Composition: NSD {composition['nsd']:.3g} and normalised discrepancy from uniform "
-            f"{composition['discrepancy_l2']:.3g} over {composition['levels']} tones; "
-            + (
-                f"under-represented: tone(s) {', '.join(map(str, under))} (share's 95% upper bound below half "
-                f"of 1/{composition['levels']}), so the skin-tone scores say little about them."
-                if under
-                else f"no tone is clearly under-represented (least: tone {least['tone']}, {least['share']:.1%})."
-            )
-        )
+        lines.append(_composition_summary(composition))
     check = report.get("label_uncertainty")
     if check is not None:
         low, high = check["fraction_same_ci"]
@@ -514,156 +893,242 @@ def _summary(report: dict, options: ReportOptions) -> list[str]:
     return lines
 
 
-def _categorical_summary(label: str, part: dict, options: ReportOptions) -> str:
-    unit_threshold = f"the error threshold {options.threshold:g}"
-    tested = "" if part["n_pairs"] == 1 else f", {part['correction']}, adjusted p = {part['p_value_adjusted']:.3g}"
-    if part["significant"]:
-        return (
-            f"{label} unfairness is significant (KS p = {part['p_value']:.3g}{tested} < "
-            f"{options.alpha:g}); score {part['score']:.3g} ({part['higher_error_group']} worse than "
-            f"{part['lower_error_group']}) is {part['severity']} ({part['severity_ratio']:.0%} of {unit_threshold})."
-        )
-    return (
-        f"{label} unfairness is not significant (KS p = {part['p_value']:.3g}{tested} >= "
-        f"{options.alpha:g}); the score {part['score']:.3g} would be "
-        f"{part['severity']} ({part['severity_ratio']:.0%} of {unit_threshold})."
-    )
-
-
-def _continuous_summary(label: str, part: dict, options: ReportOptions) -> list[str]:
-    bands, verdict = part["bands"], part["verdict"]
-    by_label = {b["label"]: b for b in bands["bands"]}
-    worst, best = by_label[bands["worst_band"]], by_label[bands["best_band"]]
-    word = "significant" if verdict["significant"] else "not significant"
+def _performance_summary(perf: dict, options: ReportOptions) -> str:
+    overall = perf["overall"]
+    ci = _interval(overall["ci_low"], overall["ci_high"])
     head = (
-        f"{label} unfairness is {word} (slope t-test p {_p(part['p_value'])}, band-gap test p "
-        f"{_p(bands['gap_p_value'])}, Holm-adjusted p {_p(verdict['p_value'])}); "
+        f"Performance (apart from fairness): mean error {overall['mean_error']:.3g} ({ci}) against the threshold "
+        f"{options.threshold:g}"
     )
-    fit = f"{part['score']:.3g}, {part['severity_ratio']:.0%} of the error threshold {options.threshold:g}"
-    if verdict["level"] == "negligible":
+    if overall["reading"] == "above the threshold":
+        everyone = not any(
+            r["reading"] in ("below the threshold", "may reach the threshold")
+            for rows in perf["by"].values()
+            for r in rows
+        )
         head += (
-            f"severity negligible: seed 000's P5-P95 score ({fit}), the largest band gap "
-            f"({bands['gap']:.3g}) and every band mean stay below the severity rule."
+            ": above it for everyone (every band and group), a performance problem, not a disparity"
+            if everyone
+            else ": above it overall"
+        )
+    elif perf["above"]:
+        head += f"; above it in {', '.join(perf['above'])}"
+    else:
+        head += f": {overall['reading']}"
+    if perf["may_reach"] and overall["reading"] != "above the threshold":
+        head += f"; may reach it in {', '.join(perf['may_reach'])}"
+    return head + "."
+
+
+def _interval(low, high) -> str:
+    return "no interval" if low is None else f"95% CI {low:.3g} to {high:.3g}"
+
+
+def _attribute_summary(label: str, part: dict, options: ReportOptions) -> list[str]:
+    verdict = part["verdict"]
+    continuous = part["treatment"] == "continuous"
+    rows = part["bands"]["bands"] if continuous else part["groups"]
+    by_label = {r["label"]: r for r in rows}
+    what = "band" if continuous else "group"
+    word = "significant" if verdict["significant"] else "not significant"
+    if continuous:
+        tests = verdict["tests"]
+        head = (
+            f"{label} disparity is {word} (robust trend test p {_p(tests['trend']['p_value'])}, band-gap test p "
+            f"{_p(tests['band_gap']['p_value'])}, Holm-adjusted p {_p(verdict['p_value'])}); "
         )
     else:
-        because = {
-            "score": f"seed 000's P5-P95 score ({fit})",
-            "band gap": f"the gap between bands {bands['worst_band']} and {bands['best_band']}",
-            "band mean": f"band {bands['worst_band']}'s mean error reaching the threshold",
-        }[verdict["driver"]]
-        head += f"severity {verdict['level']}, set by {because}"
-        if verdict["driver"] != "score":
-            head += (
-                f"; seed 000's P5-P95 score alone ({fit}) understates it: "
-                "a straight line spreads a step at one end over the whole scale"
+        head = f"{label} disparity is {word} (group-gap test p {_p(verdict['p_value'])}, family-wise over the pairs); "
+    head += f"level {verdict['reading']}."
+    lines = [head]
+    worst, best = by_label[verdict["worst_band"]], by_label[verdict["best_band"]]
+    if verdict["significant"]:
+        detail = (
+            f"{label}: {what} {verdict['worst_band']} fares worst (mean error {worst['mean_error']:.3g}, "
+            f"{_interval(worst['ci_low'], worst['ci_high'])}, n = {worst['n']}) and {verdict['best_band']} best "
+            f"({best['mean_error']:.3g}); largest gap {verdict['gap']:.3g} ({_interval(*verdict['gap_ci'])})"
+        )
+        if verdict["worse_end"]:
+            detail += f"; the error grows towards the {verdict['worse_end']} end of the scale"
+        lines.append(detail + ".")
+    else:
+        lines.append(
+            f"{label}: no {what} is shown to fare differently; largest observed gap {verdict['gap']:.3g} "
+            f"({_interval(*verdict['gap_ci'])})."
+        )
+    few = [r for r in rows if r["reading"] in ("too few to tell", "too few to test", "no samples")]
+    if few:
+        lines.append(
+            f"{label}: too few to tell for "
+            + ", ".join(
+                f"{what} {r['label']} (n = {r['n']}"
+                + (
+                    f"; a gap below {r['min_detectable_gap']:.2g} could go unseen"
+                    if r.get("min_detectable_gap") is not None
+                    else ""
+                )
+                + ")"
+                for r in few
             )
-        head += "."
-    gap_low, gap_high = bands["gap_ci"]
-    detail = (
-        f"{label} by band: mean error highest in {bands['worst_band']} ({worst['mean_error']:.3g}, "
-        f"95% CI {_fmt(worst['ci_low'])} to {_fmt(worst['ci_high'])}, n = {worst['n']}) and lowest in "
-        f"{bands['best_band']} ({best['mean_error']:.3g}); the gap {bands['gap']:.3g} (95% CI {gap_low:.3g} "
-        f"to {gap_high:.3g}) is {bands['gap_severity']} ({bands['gap_severity_ratio']:.0%} of the threshold); "
-        f"the {bands['worse_end']} end of the scale is worse."
-    )
-    if bands["bands_reaching_threshold"]:
-        detail += f" Mean error reaches the threshold in band(s) {', '.join(bands['bands_reaching_threshold'])}."
-    return [head, detail]
+            + ": not significant there does not mean fair."
+        )
+    seed = part["seed_000"]
+    if continuous:
+        fit = f"score {seed['score']:.3g}, {seed['score_ratio']:.0%} of the threshold {options.threshold:g}"
+        extra = ""
+        if verdict["significant"] and not seed["significant"] and verdict["gap_ci"][0] > abs(seed["score"]):
+            extra = (
+                "; it understates the band gap: a straight line spreads a step at one end of the scale over the "
+                "whole range"
+            )
+        lines.append(
+            f"Seed 000 reproduction: least-squares slope t-test p {_p(seed['p_value'])} ({fit}){extra}; it treats "
+            "samples as independent and equally noisy, so it does not decide the verdict."
+        )
+    else:
+        tested = "" if seed["n_pairs"] == 1 else f", {seed['correction']}, adjusted p {_p(seed['p_value_adjusted'])}"
+        lines.append(
+            f"Seed 000 reproduction: KS test p {_p(seed['p_value'])}{tested} ({seed['p_value_method']}); score "
+            f"{seed['score']:.3g} ({seed['higher_error_group']} worse than {seed['lower_error_group']}). The KS test "
+            "also fires when a group is only noisier; the verdict compares mean errors."
+        )
+    return lines
 
 
 def _p(value: float) -> str:
     return "< 0.0001" if value < 1e-4 else f"= {value:.3g}"
 
 
-def _fmt(value) -> str:
-    return "undefined" if value is None else f"{value:.3g}"
-
-
 def _intersectional_summary(inter: dict, options: ReportOptions) -> list[str]:
-    low, high = inter["fraction_ci"]
-    counts = ", ".join(f"{s['min_samples']} -> {s['n_customers']}" for s in inter["min_samples_sweep"])
-    setting = (
-        f"DBSCAN min_samples = {inter['min_samples']} (not given by seed 000; flagged customers by "
-        f"min_samples: {counts}); cluster error threshold {inter['error_threshold']:g}."
-    )
-    if inter.get("body_shape_treatment") == "categorical":
-        setting += f" Encoding: {inter['encoding']}."
-    if inter["p_value"] is None:
-        verdict = "no permutation null was run (--permutations 0), so this count has no null reference"
-    else:
-        null = inter["null"]
-        verdict = (
-            f"{'significant' if inter['significant'] else 'not significant'} against "
-            f"{inter['n_permutations']} shuffles of the errors (permutation p = {inter['p_value']:.3g}; shuffled "
-            f"data flag {null['mean_customers']:.0f} customers on average)"
-        )
-    if not inter["n_customers"]:
-        return [f"Intersectional: no underperforming cluster in any DBSCAN run; {verdict}. {setting}"]
-    lines = [
-        f"Intersectional: {inter['n_customers']} customer(s) ({inter['fraction']:.1%}, 95% CI {low:.1%} to "
-        f"{high:.1%}) are in underperforming clusters ({len(inter['eps_with_underperforming_clusters'])} of "
-        f"{inter['n_eps']} DBSCAN runs found at least one); {verdict}. {setting}"
-    ]
-    for finding in inter["findings"][:3]:
-        lo, hi = finding["exponent_range"]
+    lines = []
+    grid, verdict = inter.get("grid"), inter.get("verdict")
+    if grid is None:
+        if inter.get("grid_error"):
+            lines.append(f"Intersectional grid: not computed ({inter['grid_error']}).")
+    elif verdict["significant"]:
         lines.append(
-            f"Region: {finding['description']}: {finding['n_customers']} customers, flagged at "
-            f"{finding['n_eps']} of {inter['n_eps']} eps (log10 eps {lo:g} to {hi:g}), mean error "
-            f"{finding['mean_error']:.3g}."
+            f"Intersectional ({' x '.join(grid['factors'])} grid, {grid['n_tested']} of {grid['n_cells']} cells "
+            f"tested): significant (max-t p {_p(grid['p_value'])}); level {verdict['reading']}."
         )
-    if len(inter["findings"]) > 3:
-        lines.append(f"{len(inter['findings']) - 3} more region(s) in report.json.")
+        for cell in grid["flagged"][:3]:
+            lines.append(
+                f"Region: {cell['description']}: n = {cell['n']}, mean error {cell['mean_error']:.3g} against "
+                f"{cell['rest_mean_error']:.3g} elsewhere, gap {cell['gap']:.3g} "
+                f"(simultaneous {_interval(cell['ci_low'], cell['ci_high'])}), {cell['level']}."
+            )
+        if len(grid["flagged"]) > 3:
+            lines.append(f"{len(grid['flagged']) - 3} more region(s) in report.json.")
+    else:
+        lines.append(
+            f"Intersectional ({' x '.join(grid['factors'])} grid, {grid['n_tested']} of {grid['n_cells']} cells "
+            f"tested): no cell differs from the rest (max-t p {_p(grid['p_value'])}); level {verdict['reading']}."
+        )
+    seed = inter.get("seed_000")
+    if seed is not None:
+        counts = ", ".join(f"{s['min_samples']} -> {s['n_customers']}" for s in seed["min_samples_sweep"])
+        setting = (
+            f"DBSCAN min_samples = {seed['min_samples']} (not given by seed 000; flagged samples by min_samples: "
+            f"{counts}); cluster error threshold {seed['error_threshold']:g}"
+        )
+        if seed["p_value"] is None:
+            verdict_words = "no permutation null was run (--permutations 0), so this count has no null reference"
+        else:
+            verdict_words = (
+                f"{'significant' if seed['significant'] else 'not significant'} against {seed['n_permutations']} "
+                f"shuffles (permutation p = {seed['p_value']:.3g}; shuffled data flag "
+                f"{seed['null']['mean_customers']:.0f} on average)"
+            )
+        low, high = seed["fraction_ci"]
+        lines.append(
+            f"Seed 000 reproduction (DBSCAN ensemble): {seed['n_customers']} sample(s) ({seed['fraction']:.1%}, 95% CI "
+            f"{low:.1%} to {high:.1%}) in underperforming clusters; {verdict_words}; {setting}."
+        )
     return lines
 
 
-def _groups_section(options: ReportOptions, merged=None) -> dict | str:
-    """Mean error disaggregated by each ``--groups`` column and by their intersection.
+def _composition_summary(composition: dict) -> str:
+    n = composition["n"]
+    tones = {row["tone"]: row for row in composition["tones"]}
+    parts = []
+    if composition["absent"]:
+        parts.append(f"no image of tone(s) {', '.join(map(str, composition['absent']))}")
+    if composition["under_represented"]:
+        parts.append(
+            "under-represented: "
+            + ", ".join(f"tone {t} ({tones[t]['n']} of {n})" for t in composition["under_represented"])
+        )
+    if composition["below_half"]:
+        parts.append(
+            "below half an even share (not conclusive): "
+            + ", ".join(f"tone {t} ({tones[t]['n']} of {n})" for t in composition["below_half"])
+        )
+    head = (
+        f"Composition: NSD {composition['nsd']:.3g} over {composition['levels']} tones (seed 003's NSD, the same "
+        "number as seed 002's normalised L2 discrepancy from uniform)"
+    )
+    if parts:
+        return head + "; " + "; ".join(parts) + ": the skin-tone scores say little about these tones."
+    return head + "; every tone holds at least half an even share."
 
-    Uses :class:`metrics.groups.MetricFrame` (Fairlearn's semantics) with a seeded
-    bootstrap interval, small-group flags and explicit reasons for undefined values.
-    """
-    import warnings
 
-    from ..groups import MetricFrame, SmallGroupWarning, mean_error
+def _groups_section(options: ReportOptions, merged, people) -> dict | str:
+    """Mean error by each ``--groups`` column and by their intersection, with cluster-robust intervals."""
+    from metrics.unfairness import group_disparity
 
     if not options.groups:
         return "not requested (use --groups col1,col2)"
-    if merged is None:
-        return "not computed"
     sections = {}
     combos = [[c] for c in options.groups]
     if len(options.groups) > 1:
         combos.append(list(options.groups))
     errors = merged[options.error].to_numpy(dtype=float)
     for columns in combos:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", SmallGroupWarning)
-            frame = MetricFrame(
-                metrics={"mean_error": mean_error},
-                y_true=np.zeros_like(errors),
-                y_pred=errors,
-                sensitive_features=merged[columns].astype(str),
-                n_boot=200,
-                seed=0,
-            )
-        groups = {}
-        for key, value in frame.values("mean_error").items():
-            name = " & ".join(map(str, key)) if isinstance(key, tuple) else str(key)
-            groups[name] = {
-                "mean_error": value.value,
-                "ci_low": value.ci_low,
-                "ci_high": value.ci_high,
-                "reason": value.reason,
-            }
-        difference = frame.difference()["mean_error"]
-        ratio = frame.ratio()["mean_error"]
-        sections[" x ".join(columns)] = {
-            "by_group": groups,
-            "difference_between_groups": difference.value,
-            "difference_reason": difference.reason,
-            "ratio_between_groups": ratio.value,
-            "ratio_reason": ratio.reason,
-            "small_groups": [" & ".join(map(str, g)) if isinstance(g, tuple) else str(g) for g in frame.small_groups],
-            "min_group_size": frame.min_group_size,
+        labels = merged[columns].astype(str).agg(" & ".join, axis=1).to_numpy()
+        names, counts = np.unique(labels, return_counts=True)
+        section = {
+            "by_group": {},
+            "difference_between_groups": None,
+            "difference_ci": None,
+            "difference_p_value": None,
+            "difference_reason": None,
+            "small_groups": [str(g) for g, k in zip(names, counts, strict=True) if k < 30],
+            "min_group_size": 30,
         }
+        try:
+            result = group_disparity(
+                errors,
+                labels,
+                threshold=options.threshold,
+                alpha=options.alpha,
+                clusters=people,
+                n_boot=options.band_permutations,
+                seed=options.seed,
+            )
+        except ValueError as exc:
+            section["difference_reason"] = str(exc)
+            for name in names:
+                mean = float(errors[labels == name].mean())
+                section["by_group"][str(name)] = {
+                    "mean_error": mean,
+                    "ci_low": None,
+                    "ci_high": None,
+                    "n": int((labels == name).sum()),
+                    "reason": "too few to test",
+                }
+        else:
+            for g in result.groups:
+                section["by_group"][g.label] = {
+                    "mean_error": g.mean,
+                    "ci_low": g.ci_low,
+                    "ci_high": g.ci_high,
+                    "n": g.n,
+                    "n_clusters": g.n_clusters,
+                    "reason": None if g.tested else "fewer than 2 people: no interval",
+                }
+            section.update(
+                difference_between_groups=result.gap,
+                difference_ci=list(result.gap_ci),
+                difference_p_value=result.p_value,
+            )
+        sections[" x ".join(columns)] = section
     return sections

@@ -14,6 +14,13 @@ between predicted and true silhouette boundaries, in mm). Seed 000 defines:
   in such clusters;
 * **severity**: each score is judged against an error threshold (2 mm in the seed).
 
+What the report's verdicts rest on (issue 20, so that they hold on real study designs):
+``robust`` (wild cluster bootstrap max-t over contrasts of group means, the CR2 slope, whole-cluster
+permutations, the design effect), ``disparity`` (group means, pairwise gaps, the largest gap's
+interval, performance and power per group), ``severity`` (the one rule that reads a level from an
+interval), ``verdict`` (disparity verdicts), ``grid`` (intersectional cells, max-t). Seed 000's tests
+stay as its reproduction.
+
 Beyond the seed (issue 11, so that the verdict cannot call a real disparity negligible):
 ``bands`` gives the mean error per band of a continuous attribute with intervals and the
 largest band gap (tested, with a simultaneous interval and a direction); ``verdict``
@@ -34,8 +41,10 @@ validates the inputs they share.
 """
 
 from .bands import AttributeBand, BandUnfairness, attribute_bands, band_unfairness
-from .categorical import CategoricalUnfairness, PairUnfairness, categorical_unfairness
+from .categorical import CategoricalUnfairness, PairUnfairness, categorical_unfairness, group_disparity
 from .continuous import ContinuousUnfairness, continuous_unfairness
+from .disparity import GroupReading, PairGap, PairwiseDisparity, pairwise_disparity, performance_reading
+from .grid import GridCell, GridUnfairness, grid_unfairness
 from .intersectional import (
     DEFAULT_EPS_EXPONENTS,
     ClusterFinding,
@@ -46,13 +55,47 @@ from .intersectional import (
     min_samples_sweep,
     standardise,
 )
-from .severity import Severity, severity
+from .robust import (
+    ContrastTest,
+    GroupMean,
+    RobustSlope,
+    cluster_codes,
+    cluster_permutations,
+    contrast_max_t,
+    design_effect,
+    mean_interval,
+    robust_slope,
+)
+from .severity import DISPARITY_RULE, Disparity, Severity, disparity_level, severity
 from .uncertainty import LabelUncertainty, label_uncertainty
-from .verdict import LEVELS, ContinuousVerdict, continuous_verdict, holm
+from .verdict import LEVELS, ContinuousVerdict, Verdict, categorical_verdict, continuous_verdict, holm
 
 __all__ = [
     "DEFAULT_EPS_EXPONENTS",
+    "DISPARITY_RULE",
     "LEVELS",
+    "ContrastTest",
+    "Disparity",
+    "GridCell",
+    "GridUnfairness",
+    "GroupMean",
+    "GroupReading",
+    "PairGap",
+    "PairwiseDisparity",
+    "RobustSlope",
+    "Verdict",
+    "categorical_verdict",
+    "cluster_codes",
+    "cluster_permutations",
+    "contrast_max_t",
+    "design_effect",
+    "disparity_level",
+    "grid_unfairness",
+    "mean_interval",
+    "group_disparity",
+    "pairwise_disparity",
+    "performance_reading",
+    "robust_slope",
     "AttributeBand",
     "BandUnfairness",
     "CategoricalUnfairness",

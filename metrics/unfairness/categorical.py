@@ -1,4 +1,15 @@
-"""Categorical unfairness (seed 000, e.g. gender): two-sample KS test, then the difference of group means."""
+"""Categorical unfairness (seed 000, e.g. gender): two-sample KS test, then the difference of group means.
+
+:func:`categorical_unfairness` reproduces seed 000's test (pairwise two-sample KS, Holm over the pairs).
+With ``clusters`` (several photos of one person) its p-values come from permutations that move whole
+people (:func:`metrics.unfairness.robust.cluster_permutations`) instead of the KS distribution, which
+assumes independent images: on seeded nulls with 2 and 4 photos per person the plain KS test said
+"significant" 12% and 26% of the time.
+
+:func:`group_disparity` is the verdict's test: do the groups' *mean* errors differ (the KS test also
+fires when a group is only noisier), with cluster-robust intervals, a simultaneous interval of the
+largest gap and its level (:mod:`metrics.unfairness.disparity`).
+"""
 
 from __future__ import annotations
 
@@ -9,9 +20,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._checks import _as_errors, _check_alpha
+from .disparity import PairwiseDisparity, pairwise_disparity
+from .robust import DEFAULT_BOOTSTRAPS, cluster_permutations
 from .verdict import holm
 
-__all__ = ["CategoricalUnfairness", "PairUnfairness", "categorical_unfairness"]
+__all__ = ["CategoricalUnfairness", "PairUnfairness", "categorical_unfairness", "group_disparity"]
+
+#: Permutations of a KS test whose samples are clustered.
+KS_PERMUTATIONS = 999
 
 
 @dataclass(frozen=True)
@@ -99,6 +115,7 @@ class CategoricalUnfairness:
     p_value_adjusted: float = float("nan")
     correction: str = "none (two groups)"
     n_pairs: int = 1
+    p_value_method: str = "Kolmogorov-Smirnov distribution (independent samples)"
 
 
 def categorical_unfairness(
@@ -106,6 +123,9 @@ def categorical_unfairness(
     groups: Sequence[object] | np.ndarray,
     *,
     alpha: float = 0.05,
+    clusters: Sequence[object] | np.ndarray | None = None,
+    n_permutations: int = KS_PERMUTATIONS,
+    seed: int = 0,
 ) -> CategoricalUnfairness:
     """Unfairness of a per-sample error across the groups of a categorical attribute.
 
@@ -126,6 +146,13 @@ def categorical_unfairness(
         Group label of each sample (any hashable, not missing).
     alpha : float, default 0.05
         Significance level.
+    clusters : array-like, shape (n,), optional
+        Person of each sample: each KS p-value is then a permutation p-value over moves of whole
+        people between people with as many samples (the KS statistic itself is unchanged).
+    n_permutations : int, default 999
+        Permutations per pair when ``clusters`` is given.
+    seed : int, default 0
+        Seed of those permutations.
 
     Returns
     -------
@@ -168,8 +195,18 @@ def categorical_unfairness(
 
     means = {g: float(samples[g].mean()) for g in names}
     combos = list(itertools.combinations(names, 2))
-    tests = [ks_2samp(samples[a], samples[b]) for a, b in combos]
-    adjusted = holm([float(t.pvalue) for t in tests])
+    if clusters is None:
+        tests = [(float(t.statistic), float(t.pvalue)) for t in (ks_2samp(samples[a], samples[b]) for a, b in combos)]
+    else:
+        people = np.asarray(clusters, dtype=object)
+        if people.shape != values.shape:
+            raise ValueError(f"clusters must have one label per sample: {people.size} for {values.size}")
+        rng = np.random.default_rng(seed)
+        tests = []
+        for a, b in combos:
+            rows = (labels == a) | (labels == b)
+            tests.append(_ks_cluster_permutation(values[rows], labels[rows] == a, people[rows], n_permutations, rng))
+    adjusted = holm([p for _, p in tests])
     pairs = []
     for (a, b), test, p_adjusted in zip(combos, tests, adjusted, strict=True):
         hi, lo = (b, a) if means[b] > means[a] else (a, b)
@@ -177,8 +214,8 @@ def categorical_unfairness(
             PairUnfairness(
                 higher_error_group=hi,
                 lower_error_group=lo,
-                statistic=float(test.statistic),
-                p_value=float(test.pvalue),
+                statistic=test[0],
+                p_value=test[1],
                 significant=bool(p_adjusted < alpha),
                 score=means[hi] - means[lo],
                 mean_higher=means[hi],
@@ -206,4 +243,96 @@ def categorical_unfairness(
         p_value_adjusted=worst.p_value_adjusted,
         correction="none (two groups)" if len(pairs) == 1 else f"Holm over {len(pairs)} pairs",
         n_pairs=len(pairs),
+        p_value_method=(
+            "Kolmogorov-Smirnov distribution (independent samples)"
+            if clusters is None
+            else f"{n_permutations} permutations moving whole clusters"
+        ),
+    )
+
+
+def _ks_statistic(sorted_values: np.ndarray, in_first: np.ndarray) -> np.ndarray:
+    """Two-sample KS statistic for each row of ``in_first`` (rows x n booleans, in sorted-value order)."""
+    n1 = in_first.sum(axis=1, keepdims=True).astype(np.float64)
+    n2 = in_first.shape[1] - n1
+    cdf1 = np.cumsum(in_first, axis=1) / n1
+    cdf2 = np.cumsum(~in_first, axis=1) / n2
+    # Only where a run of tied values ends is the empirical CDF defined.
+    ends = np.r_[sorted_values[1:] != sorted_values[:-1], True]
+    return np.max(np.abs(cdf1 - cdf2)[:, ends], axis=1)
+
+
+def _ks_cluster_permutation(values, first, people, n_permutations, rng) -> tuple[float, float]:
+    """KS statistic and its permutation p-value, group labels moved with whole people."""
+    order = np.argsort(values, kind="stable")
+    sorted_values = values[order]
+    observed = float(_ks_statistic(sorted_values, first[order][None, :])[0])
+    generator = cluster_permutations(people, values.size, n_permutations, rng)
+    block = max(1, 2_000_000 // max(values.size, 1))
+    exceed = 0
+    done = 0
+    while done < n_permutations:
+        rows = min(block, n_permutations - done)
+        moved = np.stack([first[next(generator)] for _ in range(rows)])
+        exceed += int(np.count_nonzero(_ks_statistic(sorted_values, moved[:, order]) >= observed - 1e-12))
+        done += rows
+    return observed, (1 + exceed) / (1 + n_permutations)
+
+
+def group_disparity(
+    errors: Sequence[float] | np.ndarray,
+    groups: Sequence[object] | np.ndarray,
+    *,
+    threshold: float,
+    alpha: float = 0.05,
+    clusters: Sequence[object] | np.ndarray | None = None,
+    n_boot: int = DEFAULT_BOOTSTRAPS,
+    seed: int = 0,
+) -> PairwiseDisparity:
+    """Mean error per group, every pairwise gap tested at once, and the largest gap's level.
+
+    Parameters
+    ----------
+    errors : array-like of float, shape (n,)
+        Per-sample error.
+    groups : array-like, shape (n,)
+        Group label of each sample (compared as text, sorted).
+    threshold : float
+        Error threshold.
+    alpha : float, default 0.05
+        Level.
+    clusters : array-like, optional
+        Person of each sample.
+    n_boot : int, default 999
+        Wild bootstrap resamples.
+    seed : int, default 0
+        Seed.
+
+    Returns
+    -------
+    PairwiseDisparity
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(1)
+    >>> sex = rng.choice(["f", "m"], 600)
+    >>> d = group_disparity(rng.normal(1.0, 0.3, 600), sex, threshold=2.0, n_boot=199)
+    >>> d.significant, d.disparity.level
+    (False, 'negligible')
+    """
+    values = _as_errors(errors)
+    labels = np.asarray(groups, dtype=object).astype(str)
+    if labels.shape != values.shape:
+        raise ValueError(f"errors and groups differ in length: {values.size} vs {labels.size}")
+    names, index = np.unique(labels, return_inverse=True)
+    return pairwise_disparity(
+        values,
+        index,
+        [str(n) for n in names],
+        threshold=threshold,
+        alpha=alpha,
+        clusters=clusters,
+        n_boot=n_boot,
+        seed=seed,
+        what="groups",
     )

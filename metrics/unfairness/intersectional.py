@@ -1,4 +1,9 @@
-"""Intersectional unfairness (seed 000): customers in underperforming clusters of a DBSCAN ensemble."""
+"""Intersectional unfairness (seed 000): samples in underperforming clusters of a DBSCAN ensemble.
+
+Seed 000 calls the samples "samples"; here they are images (or people, when results are per person).
+The ensemble is kept as the seed's reproduction; the report's intersectional verdict is the grid test of
+:mod:`metrics.unfairness.grid`, which finds small regions the ensemble misses.
+"""
 
 from __future__ import annotations
 
@@ -50,12 +55,12 @@ class EpsClusters:
 
 @dataclass(frozen=True)
 class ClusterFinding:
-    """Flagged customers of one region: overlapping underperforming clusters across ``eps``.
+    """Flagged samples of one region: overlapping underperforming clusters across ``eps``.
 
     Attributes
     ----------
     members : ndarray of int
-        Indices of the customers (union of the region's flagged clusters), sorted.
+        Indices of the samples (union of the region's flagged clusters), sorted.
     n_eps : int
         Number of ``eps`` values of the ensemble at which a cluster of this region is flagged.
     consistency : float
@@ -82,7 +87,7 @@ class ClusterFinding:
 
 @dataclass(frozen=True)
 class IntersectionalUnfairness:
-    """Intersectional unfairness (seed 000): customers in underperforming clusters.
+    """Intersectional unfairness (seed 000): samples in underperforming clusters.
 
     Attributes
     ----------
@@ -103,17 +108,17 @@ class IntersectionalUnfairness:
         The parameters used.
     p_value : float or None
         Permutation p-value of ``n_customers`` (None without permutations):
-        ``(1 + #{shuffles with at least as many customers}) / (1 + n_permutations)``, the
-        errors shuffled across customers and the same ensemble rerun on the same clusters.
+        ``(1 + #{shuffles with at least as many samples}) / (1 + n_permutations)``, the
+        errors shuffled across samples and the same ensemble rerun on the same clusters.
     significant : bool or None
         ``p_value < alpha`` (None without permutations). The score of the seed has no null
-        reference: on data with no unfairness at all it flags customers in most data sets.
+        reference: on data with no unfairness at all it flags samples in most data sets.
     n_permutations : int
         Shuffles behind the p-value.
     null_counts : ndarray of int or None
         ``n_customers`` of each shuffle.
     findings : tuple of ClusterFinding
-        Flagged customers grouped into regions (overlapping flagged clusters across ``eps``
+        Flagged samples grouped into regions (overlapping flagged clusters across ``eps``
         merged), with how consistently each region is flagged over the ensemble.
     alpha : float
         Significance level of the permutation test.
@@ -179,6 +184,7 @@ def intersectional_unfairness(
     seed: int = 0,
     alpha: float = 0.05,
     strata: Sequence[object] | np.ndarray | None = None,
+    clusters: Sequence[object] | np.ndarray | None = None,
 ) -> IntersectionalUnfairness:
     """Customers in clusters of similar attributes where the model underperforms.
 
@@ -187,7 +193,7 @@ def intersectional_unfairness(
     ``eps_exponents`` (seed: 151 values from -1.5 to 0). A cluster is underperforming
     when it has at least ``min_cluster_size`` members (core and border points) and
     ``n_at_or_above / size >= min_fraction``, where ``n_at_or_above`` counts members
-    with ``error >= error_threshold``. The score is the number of distinct customers
+    with ``error >= error_threshold``. The score is the number of distinct samples
     in any underperforming cluster of the ensemble.
 
     The labels are exactly those of ``sklearn.cluster.DBSCAN(eps, min_samples=...)``
@@ -215,7 +221,7 @@ def intersectional_unfairness(
     progress : bool, default False
         Show a tqdm progress bar on stderr over the ``eps`` values.
     n_permutations : int, default 0
-        Shuffles of the errors across customers for the permutation p-value (0: none, the
+        Shuffles of the errors across samples for the permutation p-value (0: none, the
         seed's score alone). The clusters depend only on the features, so each shuffle
         reuses them and only recounts the underperformers per cluster. A cluster whose
         chance of reaching ``min_fraction`` under a shuffle is below ``1e-12``
@@ -237,6 +243,10 @@ def intersectional_unfairness(
         categories farther apart than the largest ``eps`` (so one feature plus ``strata`` keeps
         the fast 2-D path). Categories carry no order or distance: an ordinal code would invent
         both.
+    clusters : array-like of shape (n,), optional
+        Person of each sample: the permutation null then moves whole people (each person's errors go
+        to a person with as many samples, :func:`metrics.unfairness.robust.cluster_permutations`), so
+        that several photos of one person are not shuffled as if independent.
 
     Returns
     -------
@@ -331,7 +341,7 @@ def intersectional_unfairness(
     members = np.flatnonzero(flagged)
     null_counts = p_value = significant = None
     if candidates is not None:
-        null_counts = candidates.null_counts(above, n_permutations, np.random.default_rng(seed))
+        null_counts = candidates.null_counts(above, n_permutations, np.random.default_rng(seed), clusters)
         p_value = float((1 + np.count_nonzero(null_counts >= members.size)) / (1 + n_permutations))
         significant = bool(p_value < alpha)
     return IntersectionalUnfairness(
@@ -397,8 +407,12 @@ class _Candidates:
             self.seen.add(key)
             self.members.append(members)
 
-    def null_counts(self, above: np.ndarray, n_permutations: int, rng: np.random.Generator) -> np.ndarray:
+    def null_counts(
+        self, above: np.ndarray, n_permutations: int, rng: np.random.Generator, clusters=None
+    ) -> np.ndarray:
         from scipy.sparse import csr_matrix
+
+        from .robust import cluster_permutations
 
         counts = np.zeros(n_permutations, dtype=np.int64)
         if not self.members:
@@ -418,7 +432,11 @@ class _Candidates:
         block = max(1, self.BLOCK_CELLS // max(self.n, 1))
         for start in range(0, n_permutations, block):
             stop = min(n_permutations, start + block)
-            shuffled = rng.permuted(np.broadcast_to(flags, (stop - start, self.n)), axis=1).T
+            if clusters is None:
+                shuffled = rng.permuted(np.broadcast_to(flags, (stop - start, self.n)), axis=1).T
+            else:
+                moves = cluster_permutations(clusters, self.n, stop - start, rng)
+                shuffled = np.stack([flags[perm] for perm in moves], axis=1)
             bad = matrix @ np.ascontiguousarray(shuffled)
             flagged = (bad >= need - 0.5).astype(np.float32)
             covered = transposed @ flagged
@@ -526,7 +544,7 @@ def min_samples_sweep(
     values: Sequence[int] = (5, 10, 20),
     **options,
 ) -> dict[int, int]:
-    """Flagged customers for several DBSCAN ``min_samples`` (seed 000 does not give it).
+    """Flagged samples for several DBSCAN ``min_samples`` (seed 000 does not give it).
 
     Parameters
     ----------

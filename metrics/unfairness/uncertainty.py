@@ -23,7 +23,7 @@ import numpy as np
 from metrics.intervals import wilson_interval
 
 from .bands import band_unfairness
-from .continuous import continuous_unfairness
+from .robust import robust_slope
 from .verdict import continuous_verdict
 
 __all__ = ["LabelUncertainty", "label_uncertainty"]
@@ -72,15 +72,24 @@ class LabelUncertainty:
     per_labeler: dict = field(default_factory=dict)
 
 
-def _conclusion(errors, tone, threshold, alpha, n_bands, n_permutations, seed) -> str:
-    line = continuous_unfairness(errors, tone, alpha=alpha)
+def _conclusion(errors, tone, threshold, alpha, n_bands, n_permutations, levels, seed, clusters=None) -> str:
+    trend = robust_slope(errors, tone, clusters=clusters, alpha=alpha)
     bands = band_unfairness(
-        errors, tone, threshold=threshold, alpha=alpha, n_bands=n_bands, n_permutations=n_permutations, seed=seed
+        errors,
+        tone,
+        threshold=threshold,
+        alpha=alpha,
+        n_bands=n_bands,
+        n_permutations=n_permutations,
+        seed=seed,
+        clusters=clusters,
+        levels=levels,
     )
-    verdict = continuous_verdict(line, bands)
+    verdict = continuous_verdict(trend, bands)
     if not verdict.significant:
         return "not significant"
-    return f"significant, {verdict.level}, {verdict.worse_end} end worse"
+    end = f", {verdict.worse_end} end worse" if verdict.worse_end else ""
+    return f"significant, {verdict.level}{end}"
 
 
 def label_uncertainty(
@@ -96,6 +105,8 @@ def label_uncertainty(
     n_bands: int = 5,
     n_permutations: int = 199,
     seed: int = 0,
+    clusters: Sequence[object] | np.ndarray | None = None,
+    levels: int | None = None,
 ) -> LabelUncertainty:
     """Recompute the skin-tone verdict with tones drawn within each image's label range.
 
@@ -118,10 +129,14 @@ def label_uncertainty(
     n_bands : int, default 5
         Bands of the verdict.
     n_permutations : int, default 199
-        Permutations of the band test per draw (fewer than the report's 999: each draw is a
+        Bootstrap resamples of the band test per draw (fewer than the report's 999: each draw is a
         whole re-scoring).
     seed : int, default 0
         Seed of the draws and of the band tests.
+    clusters : array-like, shape (n,), optional
+        Person of each sample, passed to every re-scoring.
+    levels : int, optional
+        Tones of the scale (bands on the scale).
 
     Returns
     -------
@@ -141,7 +156,7 @@ def label_uncertainty(
     >>> check = label_uncertainty(errors, tone, np.maximum(tone - 1, 1), np.minimum(tone + 1, 10),
     ...                           threshold=2.0, n_draws=20)
     >>> check.conclusion, check.n_draws
-    ('significant, severe, high end worse', 20)
+    ('significant, moderate, high end worse', 20)
     """
     values = np.asarray(errors, dtype=np.float64)
     arrays = [np.asarray(a, dtype=np.float64) for a in (tone, tone_min, tone_max)]
@@ -155,8 +170,9 @@ def label_uncertainty(
         raise ValueError(f"tone_min > tone_max for {int(np.sum(low > high))} image(s)")
     if n_draws < 1:
         raise ValueError(f"n_draws must be at least 1, got {n_draws}")
-    settings = (threshold, alpha, n_bands, n_permutations)
-    baseline = _conclusion(values, tone, *settings, seed)
+    people = None if clusters is None else np.asarray(clusters, dtype=object)
+    settings = (threshold, alpha, n_bands, n_permutations, levels)
+    baseline = _conclusion(values, tone, *settings, seed, people)
     rng = np.random.default_rng(seed)
     whole = bool(np.all(low == np.round(low)) and np.all(high == np.round(high)))
     counts: dict[str, int] = {}
@@ -169,7 +185,7 @@ def label_uncertainty(
         if np.all(drawn == drawn[0]):
             found = "not significant"
         else:
-            found = _conclusion(values, drawn, *settings, seed + 1 + draw)
+            found = _conclusion(values, drawn, *settings, seed + 1 + draw, people)
         counts[found] = counts.get(found, 0) + 1
         n_significant += found != "not significant"
     same = counts.get(baseline, 0)
@@ -180,7 +196,7 @@ def label_uncertainty(
             raise ValueError(f"labeler {name!r}: {labels.size} tones for {values.size} samples")
         rows = np.isfinite(labels)
         try:
-            found = _conclusion(values[rows], labels[rows], *settings, seed)
+            found = _conclusion(values[rows], labels[rows], *settings, seed, None if people is None else people[rows])
             per_labeler[str(name)] = {"n": int(rows.sum()), "conclusion": found, "same": found == baseline}
         except ValueError as exc:
             per_labeler[str(name)] = {"n": int(rows.sum()), "conclusion": f"not computed: {exc}", "same": None}
