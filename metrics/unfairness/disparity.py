@@ -15,7 +15,9 @@ disparity_level`) is read from that interval. Two more readings per group answer
   interval (``above``: the whole interval is above; ``may reach``: it contains the threshold). A model
   poor for everyone is poor in every group and unfair in none; the two are reported apart.
 * **power**: the minimum detectable gap, ``(c + z_0.80) sqrt(se_g^2 + se_ref^2)`` against the largest
-  other group: the gap this test would find 80% of the time. When it exceeds half the threshold, "not
+  other group: the gap this test would find 80% of the time. Each ``se`` is the larger of the group's own
+  and the one its size implies from the pooled spread (``s sqrt(deff / n_g)``): a band of four images
+  whose errors happen to agree must not look precise. When the gap exceeds half the threshold, "not
   significant" for that group means "too few to tell", not "fair".
 """
 
@@ -26,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .robust import DEFAULT_BOOTSTRAPS, Z_POWER_80, contrast_max_t
+from .robust import DEFAULT_BOOTSTRAPS, Z_POWER_80, contrast_max_t, design_effect
 from .severity import Disparity, disparity_level
 
 __all__ = [
@@ -299,18 +301,29 @@ def pairwise_disparity(
     )
     means = np.array([test.groups[g].mean for g in tested], dtype=np.float64)
     worst, best = int(tested[np.argmax(means)]), int(tested[np.argmin(means)])
+    # The spread a group of its size would have: pooled within-group residuals, widened by the clustering.
+    all_means = np.array([0.0 if m.mean is None else m.mean for m in test.groups])
+    residual = values - all_means[group]
+    pooled_sd = float(np.sqrt(residual @ residual / max(values.size - tested.size, 1)))
+    deff = design_effect(residual, clusters)["design_effect"] or 1.0
+
+    def planned_se(h: int) -> float:
+        own = test.groups[h].se or 0.0
+        return max(own, pooled_sd * float(np.sqrt(max(deff, 1.0) / max(sizes[h], 1))))
+
     readings = []
+    tested_set = set(tested.tolist())
     for g, stats in enumerate(test.groups):
         mdg = None
-        if stats.se is not None and g in set(tested.tolist()):
+        if stats.se is not None and g in tested_set:
             others = [h for h in tested if h != g]
             ref = max(others, key=lambda h: (sizes[h], -h))
-            mdg = float((c + Z_POWER_80) * np.hypot(stats.se, test.groups[ref].se))
+            mdg = float((c + Z_POWER_80) * np.hypot(planned_se(g), planned_se(ref)))
             if not np.isfinite(mdg):
                 mdg = None
         if stats.n == 0:
             reading = "no samples"
-        elif g not in set(tested.tolist()):
+        elif g not in tested_set:
             reading = "too few to test"
         elif g in significant_groups:
             reading = "differs"
@@ -327,7 +340,7 @@ def pairwise_disparity(
                 se=stats.se,
                 ci_low=None if stats.ci_low is None else float(stats.ci_low),
                 ci_high=None if stats.ci_high is None else float(stats.ci_high),
-                tested=bool(g in set(tested.tolist())),
+                tested=bool(g in tested_set),
                 min_detectable_gap=mdg,
                 reading=reading,
                 performance=performance_reading(stats.mean, stats.ci_low, stats.ci_high, threshold),
@@ -337,7 +350,7 @@ def pairwise_disparity(
     method = (
         f"largest studentised difference over the {len(pairs)} pairs of {tested.size} {what} "
         f"({'cluster-robust' if clusters is not None else 'Welch'} standard errors), calibrated by a wild "
-        f"bootstrap with {n_boot} resamples (Webb weights per {'cluster' if clusters is not None else 'sample'}, "
+        f"bootstrap with {n_boot} resamples (Rademacher weights per {'cluster' if clusters is not None else 'sample'}, "
         f"over {unit}); simultaneous intervals, family-wise error rate {alpha:g}"
     )
     return PairwiseDisparity(

@@ -106,6 +106,10 @@ def test_composition_matches_the_seed_metrics_and_names_a_missing_tone():
         assert row["ci_low"] <= row["share"] <= row["ci_high"]
     balanced = tone_composition(np.repeat(np.arange(1, 11), 50), levels=10)
     assert balanced["under_represented"] == [] and balanced["nsd"] == pytest.approx(0)
+    # Issue 20: a tone with 0 of 20 images is named (absent), never "not clearly under-represented".
+    few = tone_composition([1] * 10 + [2] * 10, levels=10)
+    assert few["absent"] == list(range(3, 11)) and few["tones"][2]["reading"] == "absent"
+    assert few["under_represented"] == []  # 20 images cannot show it (upper bound 16%)
     with pytest.raises(ValueError, match="1..10"):
         tone_composition([0, 3], levels=10)
 
@@ -121,7 +125,7 @@ def test_report_writes_figures_as_png_and_svg_and_composition(tmp_path):
     attributes, predictions = _tables()
     assert _run(tmp_path, attributes, predictions, "--tone-levels", "10", *FAST) == 0
     report = json.loads((tmp_path / "out" / "report.json").read_text())
-    assert len(report["figures"]) == 4
+    assert len(report["figures"]) == 5
     for figure in report["figures"]:
         png = (tmp_path / "out" / figure["png"]).read_bytes()
         svg = (tmp_path / "out" / figure["svg"]).read_text()
@@ -137,7 +141,7 @@ def test_report_writes_figures_as_png_and_svg_and_composition(tmp_path):
     ks = stats.ks_2samp(
         predictions["error"][attributes["gender"] == "female"], predictions["error"][attributes["gender"] == "male"]
     )
-    assert report["gender"]["p_value"] == pytest.approx(ks.pvalue)
+    assert report["gender"]["seed_000"]["p_value"] == pytest.approx(ks.pvalue)
 
 
 def test_report_scores_each_labelers_tones_alone(tmp_path, capsys):

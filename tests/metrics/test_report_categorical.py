@@ -51,7 +51,7 @@ def _run(tmp_path, attributes, predictions, *extra, skin_tone=True, gender=True)
         "19",
         "--band-permutations",
         "99",
-        *(["--skin-tone", "skin_tone"] if skin_tone else []),
+        *(["--skin-tone", "skin_tone", "--tone-levels", "10"] if skin_tone else []),
         *(["--gender", "gender"] if gender else []),
         *extra,
     ]
@@ -78,20 +78,24 @@ def test_categorical_body_shape_reports_per_shape_groups(tmp_path, capsys):
     part = report["body_shape"]
     assert part["treatment"] == "categorical"
     assert report["settings"]["body_shape_treatment"] == "categorical"
-    assert set(part["group_sizes"]) == set(SHAPES) and part["left_out"] == []
+    assert {g["label"] for g in part["groups"]} == set(SHAPES) and part["left_out"] == []
     merged = attributes.merge(predictions, on="image_id")
-    for shape in SHAPES:
-        assert part["group_means"][shape] == pytest.approx(merged.loc[merged.body_shape == shape, "error"].mean())
-    # The same pairwise KS tests and Holm correction as gender.
-    assert part["n_pairs"] == 3 and part["correction"] == "Holm over 3 pairs"
-    for pair in part["pairs"]:
+    for group in part["groups"]:
+        expected = merged.loc[merged.body_shape == group["label"], "error"]
+        assert group["mean_error"] == pytest.approx(expected.mean()) and group["n"] == expected.size
+        assert group["ci_low"] < group["mean_error"] < group["ci_high"]
+    # Seed 000's pairwise KS tests and Holm correction, as for gender, reproduced beside the verdict.
+    seed = part["seed_000"]
+    assert seed["n_pairs"] == 3 and seed["correction"] == "Holm over 3 pairs"
+    for pair in seed["pairs"]:
         a = merged.loc[merged.body_shape == pair["higher_error_group"], "error"]
         b = merged.loc[merged.body_shape == pair["lower_error_group"], "error"]
         assert pair["p_value"] == pytest.approx(stats.ks_2samp(a, b).pvalue)
-    assert part["significant"] is True and part["higher_error_group"] == "heavy"
-    assert "bands" not in part and "slope" not in part
+    assert part["verdict"]["significant"] is True and part["verdict"]["worst_band"] == "heavy"
+    assert seed["higher_error_group"] == "heavy"
+    assert "bands" not in part and "trend" not in part
     # The clustering keeps body shapes apart and says how it encoded them.
-    inter = report["intersectional"]
+    inter = report["intersectional"]["seed_000"]
     assert inter["body_shape_treatment"] == "categorical" and "one-hot" in inter["encoding"]
     assert inter["features"] == ["skin_tone"]
     page = (tmp_path / "out" / "report.html").read_text()
@@ -106,8 +110,10 @@ def test_numeric_body_shape_stays_continuous(tmp_path):
     assert _run(tmp_path, attributes, predictions) == 0
     report = _report(tmp_path)
     assert report["body_shape"]["treatment"] == "continuous"
-    assert "slope" in report["body_shape"] and "bands" in report["body_shape"]
-    assert report["intersectional"]["features"] == ["body_shape", "skin_tone"]
+    assert "trend" in report["body_shape"] and "bands" in report["body_shape"]
+    assert report["body_shape"]["bands"]["kind"] == "quantile"
+    assert report["intersectional"]["seed_000"]["features"] == ["body_shape", "skin_tone"]
+    assert report["intersectional"]["grid"]["factors"] == ["skin_tone", "body_shape"]
     assert any("treated as continuous" in line for line in report["summary"])
 
 
@@ -116,7 +122,7 @@ def test_numeric_codes_can_be_groups(tmp_path):
     attributes["body_shape"] = attributes["body_shape"].map({"slim": 1, "average": 2, "heavy": 3})
     assert _run(tmp_path, attributes, predictions, "--body-shape-kind", "categorical") == 0
     part = _report(tmp_path)["body_shape"]
-    assert part["treatment"] == "categorical" and set(part["group_sizes"]) == {"1", "2", "3"}
+    assert part["treatment"] == "categorical" and {g["label"] for g in part["groups"]} == {"1", "2", "3"}
     assert "--body-shape-kind categorical" in part["treatment_reason"]
 
 
@@ -140,7 +146,7 @@ def test_group_of_one_is_warned_and_left_out(tmp_path, capsys):
     report = _report(tmp_path)
     assert len(report["warnings"]) == 2
     gender = report["gender"]
-    assert set(gender["group_sizes"]) == {"female", "male"}
+    assert {g["label"] for g in gender["groups"]} == {"female", "male"}
     assert gender["left_out"] == [
         {
             "group": "nonbinary",
@@ -152,8 +158,8 @@ def test_group_of_one_is_warned_and_left_out(tmp_path, capsys):
     merged = attributes.merge(predictions, on="image_id")
     female = merged.loc[merged.gender == "female", "error"]
     male = merged.loc[merged.gender == "male", "error"]
-    assert gender["p_value"] == pytest.approx(stats.ks_2samp(female, male).pvalue)
-    assert "petite" not in report["body_shape"]["group_sizes"]
+    assert gender["seed_000"]["p_value"] == pytest.approx(stats.ks_2samp(female, male).pvalue)
+    assert "petite" not in {g["label"] for g in report["body_shape"]["groups"]}
     assert report["body_shape"]["left_out"][0]["group"] == "petite"
     # Every row stays in the other scores.
     assert report["inputs"]["n_samples"] == 120
@@ -176,11 +182,25 @@ def test_nothing_left_to_test_is_a_clean_error(tmp_path, capsys, column, values)
     assert not (tmp_path / "out" / "report.json").exists()
 
 
-def test_missing_body_shape_is_refused(tmp_path, capsys):
+def test_missing_attribute_values_are_left_out_of_that_attribute_only(tmp_path, capsys):
+    # Issue 20: an evaluation failed outright when any image lacked gender or body shape.
     attributes, predictions = _tables()
     attributes.loc[4, "body_shape"] = None
+    attributes.loc[[5, 6], "gender"] = ""
+    attributes.loc[9, "skin_tone"] = np.nan
+    assert _run(tmp_path, attributes, predictions) == 0
+    report = _report(tmp_path)
+    warned = " ".join(report["warnings"])
+    assert "'body_shape': 1 of 240 row(s) have no value (e.g. image_id img0004)" in warned
+    assert "'gender': 2 of 240" in warned and "'skin_tone': 1 of 240" in warned
+    assert report["body_shape"]["n"] == 239 and report["gender"]["n"] == 238 and report["skin_tone"]["n"] == 239
+    assert report["inputs"]["n_samples"] == 240 and report["performance"]["overall"]["n"] == 240
+    assert report["intersectional"]["grid"]["n"] == 238
+    # A value that is there but not a number is still refused, named.
+    attributes["skin_tone"] = attributes["skin_tone"].astype(object)
+    attributes.loc[9, "skin_tone"] = "dark"
     assert _run(tmp_path, attributes, predictions) == 2
-    assert "missing value" in _errors(capsys)[0]
+    assert "'dark'" in _errors(capsys)[0]
 
 
 def test_clustering_with_strata_equals_one_hot():
@@ -211,7 +231,7 @@ def test_planted_intersectional_region_is_one_body_shape(tmp_path):
     dark_heavy = (attributes["body_shape"] == "heavy") & (attributes["skin_tone"] >= 8)
     predictions["error"] = np.where(dark_heavy, 2.6, 1.0) + np.random.default_rng(3).normal(0, 0.2, 600)
     assert _run(tmp_path, attributes, predictions, "--permutations", "99") == 0
-    inter = _report(tmp_path)["intersectional"]
+    inter = _report(tmp_path)["intersectional"]["seed_000"]
     assert inter["significant"] is True and inter["findings"]
     for finding in inter["findings"]:
         assert finding["description"].startswith("body_shape heavy (100%; ")
@@ -242,17 +262,17 @@ def _simulated_verdict(tmp_path, seed: int, gap: float) -> dict:
 
 def test_simulation_planted_gap_for_one_body_shape_is_flagged(tmp_path):
     parts = [_simulated_verdict(tmp_path, seed, gap=0.5) for seed in range(40)]
-    flagged = [p["significant"] and p["higher_error_group"] == "heavy" for p in parts]
+    flagged = [p["verdict"]["significant"] and p["verdict"]["worst_band"] == "heavy" for p in parts]
     # Measured: 40 of 40 (a gap of one error sd, 40 images in the group).
     assert np.mean(flagged) >= 0.9
 
 
 def test_simulation_no_gap_is_flagged_at_most_at_the_nominal_rate(tmp_path):
     parts = [_simulated_verdict(tmp_path, 1000 + seed, gap=0.0) for seed in range(100)]
-    rate = np.mean([p["significant"] for p in parts])
-    # Measured: see the commit; 10 pairs uncorrected would flag far more often. Binomial(100, 0.05)
-    # exceeds 10 with probability about 1%.
+    rate = np.mean([p["verdict"]["significant"] for p in parts])
+    # 10 pairs uncorrected would flag far more often. Binomial(100, 0.05) exceeds 10 with probability
+    # about 1%.
     assert rate <= 0.10
-    uncorrected = np.mean([min(pair["p_value"] for pair in p["pairs"]) < 0.05 for p in parts])
-    assert uncorrected > rate  # the correction is what keeps the rate down
+    uncorrected = np.mean([min(pair["p_value"] for pair in p["seed_000"]["pairs"]) < 0.05 for p in parts])
+    assert uncorrected > rate  # the family-wise correction is what keeps the rate down
     assert all(len(p["pairs"]) == len(list(itertools.combinations(SIM_SHAPES, 2))) for p in parts)

@@ -78,20 +78,23 @@ def test_report_writes_json_and_html(tmp_path, fmt):
         "skin_tone",
         "body_shape",
         "intersectional",
+        "performance",
         "summary",
         "groups",
     ):
         assert key in report
     assert report["inputs"]["n_samples"] == 200
     ref = stats.linregress(attributes["skin_tone"], predictions["error"])
-    assert report["skin_tone"]["p_value"] == pytest.approx(ref.pvalue)
-    assert report["skin_tone"]["significant"] is True
+    assert report["skin_tone"]["seed_000"]["p_value"] == pytest.approx(ref.pvalue)
+    assert report["skin_tone"]["seed_000"]["significant"] is True
+    assert report["skin_tone"]["verdict"]["significant"] is True
     female = predictions["error"][attributes["gender"] == "female"]
     male = predictions["error"][attributes["gender"] == "male"]
-    assert report["gender"]["p_value"] == pytest.approx(stats.ks_2samp(female, male).pvalue)
-    assert report["intersectional"]["n_customers"] == len(report["intersectional"]["members"])
+    assert report["gender"]["seed_000"]["p_value"] == pytest.approx(stats.ks_2samp(female, male).pvalue)
+    dbscan = report["intersectional"]["seed_000"]
+    assert dbscan["n_customers"] == len(dbscan["members"])
     page = (tmp_path / "out" / "report.html").read_text()
-    assert page.count("data:image/png;base64,") == 4
+    assert page.count("data:image/png;base64,") == len(report["figures"]) == 5
     assert "http://" not in page and "https://" not in page
 
 
@@ -101,7 +104,8 @@ def test_rows_joined_by_id_not_position(tmp_path):
     assert _run(tmp_path, attributes, shuffled) == 0
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     ref = stats.linregress(attributes["skin_tone"], predictions["error"])
-    assert report["skin_tone"]["slope"] == pytest.approx(ref.slope)
+    assert report["skin_tone"]["seed_000"]["slope"] == pytest.approx(ref.slope)
+    assert report["skin_tone"]["trend"]["slope"] == pytest.approx(ref.slope)
 
 
 def _errors(capsys):
