@@ -5,7 +5,9 @@ same image. For each score this module reports A, B, the change ``B - A``, a pai
 the change (samples resampled with replacement, the same draw for both models) and a paired permutation
 test: under "the two models are interchangeable" the two errors of a sample may be swapped, so the
 p-value is the share of random swap patterns whose absolute change is at least the observed one
-(``(1 + count) / (1 + n_permutations)``, which holds its nominal rate exactly under that null).
+(``(1 + count) / (1 + n_permutations)``, which holds its nominal rate exactly under that null). With
+``clusters`` (several photos of one person) the swaps and the bootstrap draw whole people: a person's
+photos are swapped together and resampled together.
 
 Scores (all in the error's units; each is a function of per-sample errors that the resampling reuses):
 
@@ -137,6 +139,8 @@ def compare_errors(
     n_permutations: int = 999,
     n_boot: int = 999,
     seed: int = 0,
+    clusters: Sequence | np.ndarray | None = None,
+    levels: int | None = None,
 ) -> list[ScoreChange]:
     """Each score of two runs on the same samples, its change, a paired interval and a paired test.
 
@@ -156,6 +160,10 @@ def compare_errors(
         Random swap patterns of the permutation test, resamples of the bootstrap.
     seed : int, default 0
         Seed of both.
+    clusters : array-like, shape (n,), optional
+        Person of each sample: swaps and resamples move whole people.
+    levels : int, optional
+        Tones of the skin-tone scale (its bands are cut on the scale, as in the report).
 
     Returns
     -------
@@ -175,7 +183,7 @@ def compare_errors(
     >>> changes[0].name, round(changes[0].change, 3), changes[0].significant
     ('mean_error', 0.5, True)
     """
-    from metrics.unfairness import attribute_bands
+    from metrics.unfairness import attribute_bands, cluster_codes
 
     a = np.asarray(errors_a, dtype=np.float64)
     b = np.asarray(errors_b, dtype=np.float64)
@@ -200,18 +208,19 @@ def compare_errors(
         if x.shape != (n,) or not np.all(np.isfinite(x)):
             raise ValueError(f"{name} must hold {n} finite values")
         scores.append(_Score(name, "slope", x))
-        index, bands = attribute_bands(x, n_bands)
+        index, bands = attribute_bands(x, n_bands, levels if name == "skin_tone" else None)
         if len(bands) > 1:
             scores.append(_Score(f"{name}_band_gap", "gap", index))
 
     rng = np.random.default_rng(seed)
+    person, n_people = cluster_codes(clusters, n)
     pair = np.vstack([a, b])
     observed = [(float(s(pair)[0]), float(s(pair)[1])) for s in scores]
     exceed = np.zeros(len(scores))
     done = 0
     while done < n_permutations:
         m = min(_BATCH, n_permutations - done)
-        swap = rng.random((m, n)) < 0.5
+        swap = (rng.random((m, n_people)) < 0.5)[:, person]
         perm_a = np.where(swap, b, a)
         perm_b = np.where(swap, a, b)
         for k, score in enumerate(scores):
@@ -222,7 +231,8 @@ def compare_errors(
     done = 0
     while done < n_boot:
         m = min(_BATCH, n_boot - done)
-        weights = rng.multinomial(n, np.full(n, 1.0 / n), size=m).astype(np.float64)
+        # Each person drawn with replacement; their samples come with them.
+        weights = rng.multinomial(n_people, np.full(n_people, 1.0 / n_people), size=m).astype(np.float64)[:, person]
         for k, score in enumerate(scores):
             changes[k].append(score(np.broadcast_to(b, (m, n)), weights) - score(np.broadcast_to(a, (m, n)), weights))
         done += m

@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["FAIL_ON", "GateResult", "GateRules", "evaluate", "parse_rules"]
+__all__ = ["FAIL_ON", "FAIL_ON_TEXT", "GateResult", "GateRules", "evaluate", "parse_rules"]
 
 FAIL_ON = (
     "significant",
@@ -43,6 +43,16 @@ FAIL_ON = (
     "performance",
     "performance-possible",
 )
+#: Each rule in words (the web app's gate form shows these).
+FAIL_ON_TEXT = {
+    "significant": "any significant disparity",
+    "significant-moderate": "any significant disparity at least moderate (its interval reaches half the threshold)",
+    "significant-severe": "any significant disparity that is severe (its interval reaches the threshold)",
+    "severe": "any severe disparity",
+    "not-negligible": "any disparity not shown negligible (strict: small data sets cannot pass)",
+    "performance": "mean error above the threshold in any band or group (by its interval)",
+    "performance-possible": "mean error possibly above the threshold in any band or group",
+}
 ATTRIBUTES = ("gender", "body_shape", "skin_tone", "intersectional")
 _RANK = {"negligible": 0, "inconclusive": 1, "moderate": 2, "severe": 3}
 

@@ -194,8 +194,10 @@ def test_an_evaluation_run_is_scored_by_the_worker():
         lambda: EvaluationRun.objects.filter(pk=run.pk, status__in=["done", "failed"]).first(), "the evaluation report"
     )
     assert done.status == "done", done.error
-    assert done.report["skin_tone"]["bands"]["worse_end"] == "high"
-    assert done.report["skin_tone"]["verdict"]["level"] == "severe"
+    assert done.report["skin_tone"]["verdict"]["worse_end"] == "high"
+    # A 1.5 gap with threshold 2 is a moderate disparity; MST 9-10's mean error 2.5 is a performance finding.
+    assert done.report["skin_tone"]["verdict"]["level"] == "moderate"
+    assert "skin tone band 9-10" in done.report["performance"]["above"]
     assert Job.objects.get(pk=done.job_id).status == Job.Status.DONE
     assert evaluation_services.evaluation_file_path(done, "report.html") is not None
 

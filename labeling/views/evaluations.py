@@ -16,6 +16,8 @@ from django.http import FileResponse, Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
+from metrics.gate import FAIL_ON_TEXT
+
 from ..errors import error_fields, error_text
 from ..models import EvaluationRun, Membership, Release
 from ..services import evaluations as svc
@@ -28,11 +30,17 @@ OPTION_FIELDS = [
     ("cluster_error_threshold", "Cluster error threshold", "Empty: the error threshold."),
     ("min_samples", "DBSCAN min_samples", "Not given by seed 000; 10 here, with the flagged count at 5 and 20."),
     ("permutations", "Permutations of the intersectional null", "199; 0 for none."),
-    ("gender_column", "Gender attribute", "Empty: 'gender' if the release has it."),
+    ("gender_column", "Gender attribute", "Empty: 'gender' if the release has it; 'none' to leave it out."),
     (
         "body_shape_column",
         "Body-shape attribute",
-        "Empty: the first attribute named like 'body'. Numbers are scored along their range, text as groups.",
+        "Empty: the first attribute named like 'body'; 'none' to leave it out. Numbers are scored along their "
+        "range, text as groups.",
+    ),
+    (
+        "cluster",
+        "Cluster by (people)",
+        "auto: by subject whenever a subject has several photos; none; or a text attribute naming each person.",
     ),
     ("groups", "Disaggregate by", "Text attributes, comma-separated; empty: gender and up to two more."),
 ]
@@ -58,12 +66,7 @@ def _list_context(project, membership, form: dict | None = None) -> dict:
         "releases": releases,
         "models": models,
         "gates": list(project.evaluation_gates.all()),
-        "fail_on_choices": [
-            ("significant", "any significant score"),
-            ("significant-moderate", "any significant score at least moderate"),
-            ("significant-severe", "any significant and severe score"),
-            ("severe", "any severe score, significant or not"),
-        ],
+        "fail_on_choices": list(FAIL_ON_TEXT.items()),
         "option_fields": OPTION_FIELDS,
         "form": form or {},
         "attributes": {"text": categorical, "numeric": numeric},
@@ -156,8 +159,25 @@ def evaluation_gate_delete_page(request, pk: int, gate_id: int):
     return redirect("evaluations", pk=project.pk)
 
 
-def _bands(part: dict | None) -> dict | None:
-    return (part or {}).get("bands")
+_VERDICT_TITLES = (
+    ("gender", "Gender"),
+    ("skin_tone", "Skin tone"),
+    ("body_shape", "Body shape"),
+    ("intersectional", "Intersectional grid"),
+)
+
+
+def _verdicts(report: dict) -> list[dict]:
+    """Each attribute of a finished report with its verdict and its band or group rows (page order)."""
+    found = []
+    for key, title in _VERDICT_TITLES:
+        part = report.get(key) or {}
+        if not part.get("verdict"):
+            continue
+        treatment = part.get("treatment")
+        rows = part["bands"]["bands"] if treatment == "continuous" else part.get("groups") if treatment else None
+        found.append({"key": key, "title": title, "part": part, "rows": rows})
+    return found
 
 
 @login_required
@@ -188,6 +208,7 @@ def evaluation_page(request, pk: int, run_id: int):
             "worst": worst,
             "others": others.order_by("-created_at")[:50],
             "figures": report.get("figures", []),
+            "verdicts": _verdicts(report),
             "settings_json": json.dumps(report.get("settings", {}), indent=1),
             "release_composition": report.get("release_composition"),
         },

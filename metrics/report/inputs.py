@@ -81,6 +81,8 @@ class ReportOptions:
     grid_factors: list[str] | None = None
     #: Fewest samples a grid cell needs to be tested.
     min_cell: int = 10
+    #: How the id column is named in messages (None: ``on``), e.g. when ``on`` is an internal key.
+    id_label: str | None = None
     #: Other DBSCAN ``min_samples`` values whose flagged counts are shown (empty: none).
     min_samples_sweep: list[int] = field(default_factory=lambda: [5, 20])
     #: Columns with each image's smallest and largest skin-tone label (label-uncertainty check).
@@ -280,7 +282,7 @@ def _join(options: ReportOptions):
             values = merged.loc[bad, column].tolist()[:_MAX_EXAMPLES]
             problems.append(
                 f"column {column!r} ({what}): {int(bad.sum())} non-numeric{'' if optional else ' or missing'} "
-                f"value(s), at {options.on} {', '.join(map(str, ids))} "
+                f"value(s), at {options.id_label or options.on} {', '.join(map(str, ids))} "
                 f"(values {', '.join(map(repr, values))})"
             )
         else:
@@ -295,7 +297,7 @@ def _join(options: ReportOptions):
         if bad.any():
             ids = merged.loc[bad, options.on].tolist()[:_MAX_EXAMPLES]
             problems.append(
-                f"column {column!r} (a labeler's tones): {int(bad.sum())} non-numeric value(s), at {options.on} {', '.join(map(str, ids))}"
+                f"column {column!r} (a labeler's tones): {int(bad.sum())} non-numeric value(s), at {options.id_label or options.on} {', '.join(map(str, ids))}"
             )
         merged[column] = as_number.astype(np.float64)
     if options.gender:

@@ -60,7 +60,7 @@ def build_report(options: ReportOptions) -> dict:
         empty = _blank(merged[options.cluster])
         if empty.any():
             warnings.append(
-                f"cluster column {options.cluster!r}: {int(empty.sum())} row(s) have no value (e.g. {options.on} "
+                f"cluster column {options.cluster!r}: {int(empty.sum())} row(s) have no value (e.g. {_id_name(options)} "
                 f"{_ids(merged, options, empty)}); each counts as a person of its own"
             )
     for found in notes["repeating"]:
@@ -71,7 +71,7 @@ def build_report(options: ReportOptions) -> dict:
         )
     for column, mask in notes["missing"].items():
         warnings.append(
-            f"column {column!r}: {int(mask.sum())} of {mask.size} row(s) have no value (e.g. {options.on} "
+            f"column {column!r}: {int(mask.sum())} of {mask.size} row(s) have no value (e.g. {_id_name(options)} "
             f"{_ids(merged, options, mask)}); they are left out of the scores of that attribute only"
         )
     report: dict = {
@@ -179,6 +179,10 @@ def _blank(column) -> np.ndarray:
 
 def _ids(merged, options: ReportOptions, mask: np.ndarray) -> str:
     return ", ".join(map(str, merged.loc[mask, options.on].tolist()[:_EXAMPLES]))
+
+
+def _id_name(options: ReportOptions) -> str:
+    return options.id_label or options.on
 
 
 def _settings(options: ReportOptions, body_treatment, cluster_threshold) -> dict:
@@ -633,7 +637,10 @@ def _intersectional_part(
                 "critical": grid.critical,
                 "test": grid.method,
                 "cells": [_cell_json(c) for c in grid.cells],
-                "flagged": [_cell_json(c) for c in grid.flagged],
+                "flagged": [
+                    {**_cell_json(c), "members": _cell_members(merged, options, band_labels, rows, c)}
+                    for c in grid.flagged
+                ],
             }
             part["verdict"] = {
                 "significant": grid.significant,
@@ -654,6 +661,14 @@ def _intersectional_part(
             merged, errors, people, options, body_treatment, cluster_threshold, rows_of
         )
     return part
+
+
+def _cell_members(merged, options: ReportOptions, band_labels: dict, rows: np.ndarray, cell) -> list[str]:
+    """Ids of the samples in a flagged cell (report.json; the web app shows the worst of them)."""
+    inside = rows.copy()
+    for factor, label in cell.labels.items():
+        inside &= band_labels[factor] == label
+    return [str(i) for i in merged.loc[inside, options.on].tolist()]
 
 
 def _cell_json(cell) -> dict:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .robust import DEFAULT_BOOTSTRAPS, Z_POWER_80, contrast_max_t, design_effect
+from .robust import DEFAULT_BOOTSTRAPS, Z_POWER_80, contrast_max_t
 from .severity import Disparity, disparity_level
 
 __all__ = [
@@ -59,8 +59,10 @@ class GroupReading:
     min_detectable_gap : float or None
         Gap to the largest other group this test finds with 80% power.
     reading : str
-        ``"differs"`` (in a significant pair), ``"too few to tell"`` (minimum detectable gap above half
-        the threshold), ``"no gap detected"``, ``"too few to test"`` or ``"no samples"``.
+        ``"differs"`` (in a significant pair), ``"within half the threshold"`` (every pair it is in has a
+        simultaneous upper bound below half the threshold), ``"too few to tell"`` (otherwise, when the
+        minimum detectable gap is above half the threshold), ``"no gap detected"``, ``"too few to test"``
+        or ``"no samples"``.
     performance : str
         ``"above the threshold"``, ``"may reach the threshold"``, ``"below the threshold"`` or
         ``"unknown"`` (no interval).
@@ -267,6 +269,7 @@ def pairwise_disparity(
     c = test.critical
     pairs = []
     significant_groups: set[int] = set()
+    upper_of: dict[int, float] = {}
     row = 0
     lower_bounds, upper_bounds = [], []
     for i, a in enumerate(tested):
@@ -279,6 +282,8 @@ def pairwise_disparity(
                 significant_groups.update((int(a), int(b)))
             lower_bounds.append(max(0.0, abs(d) - c * se))
             upper_bounds.append(abs(d) + c * se)
+            for member in (int(a), int(b)):
+                upper_of[member] = max(upper_of.get(member, 0.0), abs(d) + c * se)
             pairs.append(
                 PairGap(
                     higher=str(labels[hi]),
@@ -302,14 +307,9 @@ def pairwise_disparity(
     means = np.array([test.groups[g].mean for g in tested], dtype=np.float64)
     worst, best = int(tested[np.argmax(means)]), int(tested[np.argmin(means)])
     # The spread a group of its size would have: pooled within-group residuals, widened by the clustering.
-    all_means = np.array([0.0 if m.mean is None else m.mean for m in test.groups])
-    residual = values - all_means[group]
-    pooled_sd = float(np.sqrt(residual @ residual / max(values.size - tested.size, 1)))
-    deff = design_effect(residual, clusters)["design_effect"] or 1.0
-
     def planned_se(h: int) -> float:
         own = test.groups[h].se or 0.0
-        return max(own, pooled_sd * float(np.sqrt(max(deff, 1.0) / max(sizes[h], 1))))
+        return max(own, test.pooled_sd * float(np.sqrt(test.design_effect / max(sizes[h], 1))))
 
     readings = []
     tested_set = set(tested.tolist())
@@ -327,6 +327,8 @@ def pairwise_disparity(
             reading = "too few to test"
         elif g in significant_groups:
             reading = "differs"
+        elif upper_of.get(g, float("inf")) < disparity.margin:
+            reading = "within half the threshold"
         elif mdg is None or mdg > disparity.margin:
             reading = "too few to tell"
         else:

@@ -62,6 +62,8 @@ def _weights(rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
     return 2.0 * rng.integers(0, 2, size=shape) - 1.0
 #: z of 80% power, for the minimum detectable gap.
 Z_POWER_80 = 0.8416212335729143
+#: Groups with fewer clusters than this get a floor on their standard error (see :func:`contrast_max_t`).
+SMALL_GROUP_CLUSTERS = 30
 
 
 def cluster_codes(clusters: Sequence[object] | np.ndarray | None, n: int) -> tuple[np.ndarray, int]:
@@ -144,6 +146,10 @@ class ContrastTest:
         Clusters in all.
     clustered : bool
         Whether samples were clustered (False: every sample its own cluster).
+    pooled_sd : float
+        Pooled within-group standard deviation of the errors.
+    design_effect : float
+        Design effect of the clustering on the residuals (1 without clusters).
     """
 
     groups: tuple[GroupMean, ...]
@@ -160,6 +166,8 @@ class ContrastTest:
     alpha: float
     n_clusters: int
     clustered: bool
+    pooled_sd: float = 0.0
+    design_effect: float = 1.0
 
 
 def _critical(null_max: np.ndarray, alpha: float) -> float:
@@ -207,6 +215,15 @@ def contrast_max_t(
         Either a matrix ``(q, n_groups)`` whose rows sum to 0, or a function of the tested group indices
         (and the group sizes) returning one: the contrasts can only involve groups with at least 2
         clusters.
+
+    Notes
+    -----
+    A group of few people can show errors that agree by chance, and its own standard error then says it
+    is precise when it is not (four images once gave a simultaneous interval narrow enough to call a gap
+    negligible). Each contrast's variance is therefore at least what the pooled within-group spread
+    implies for its small groups (fewer than ``SMALL_GROUP_CLUSTERS`` people):
+    ``sum_g A_jg^2 s^2 deff / n_g``, in the observed statistic and in every resample alike, so the test
+    stays calibrated and only becomes more cautious about small groups.
     clusters : array-like, shape (n,), optional
         Cluster (person) of each sample; None: independent samples.
     n_boot : int, default 999
@@ -284,6 +301,13 @@ def contrast_max_t(
         else:
             groups.append(GroupMean(int(sizes[j]), int(n_clusters[j]), float(means[j]), None, None, None))
 
+    residual = y - means[index]
+    nonempty = int(np.count_nonzero(sizes))
+    pooled_sd = float(np.sqrt(residual @ residual / max(n - nonempty, 1))) if n else 0.0
+    deff = max(1.0, design_effect(residual, clusters)["design_effect"] or 1.0) if clusters is not None else 1.0
+    planned_var = np.where(
+        (n_clusters < SMALL_GROUP_CLUSTERS) & (sizes > 0), pooled_sd**2 * deff / np.maximum(sizes, 1), 0.0
+    )
     matrix = contrasts(tested, sizes) if callable(contrasts) else contrasts
     a = np.atleast_2d(np.asarray(matrix, dtype=np.float64))
     if a.size == 0 or a.shape[0] == 0:
@@ -298,11 +322,12 @@ def contrast_max_t(
     var = np.asarray(np.square(p_unr)).sum(axis=0)
     # A group of identical errors has variance 0; a floor keeps the t statistics finite.
     floor = (1e-12 * max(1.0, float(np.abs(y).max(initial=0.0)))) ** 2
-    var = np.maximum(var, floor)
+    floor_var = np.maximum((a * a) @ planned_var, floor)
+    var = np.maximum(var, floor_var)
     se = np.sqrt(var)
     t_obs = estimates / se
 
-    null_max = _bootstrap_max_t(s_restricted, counts, scaled, a, sizes, g, n_boot, seed, floor)
+    null_max = _bootstrap_max_t(s_restricted, counts, scaled, a, sizes, g, n_boot, seed, floor_var)
     observed_abs = np.abs(t_obs)
     tol = 1 - 1e-12
     p_adjusted = (1 + np.count_nonzero(null_max[None, :] >= observed_abs[:, None] * tol, axis=1)) / (1 + n_boot)
@@ -322,6 +347,8 @@ def contrast_max_t(
         alpha=float(alpha),
         n_clusters=int(g),
         clustered=clusters is not None,
+        pooled_sd=pooled_sd,
+        design_effect=float(deff),
     )
 
 
@@ -362,7 +389,7 @@ def _bootstrap_max_t(s_restricted, counts, scaled, a, sizes, g, n_boot, seed, fl
         weighted = delta[:, None, :] * scaled[None, :, :]  # (B x q x k): delta_g A~_jg
         term2 = np.einsum("bqk,bqk->bq", weighted, t_jg)
         term3 = np.einsum("bqk,kl,bql->bq", weighted, mtm, weighted)
-        var = np.maximum(term1 - 2 * term2 + term3, floor)
+        var = np.maximum(term1 - 2 * term2 + term3, floor[None, :])
         estimate = delta @ a.T  # (B x q): contrasts of the mean shifts (the common mean cancels)
         null_max[start:stop] = np.max(np.abs(estimate) / np.sqrt(var), axis=1)
     return null_max

@@ -83,7 +83,7 @@ def test_engineer_uploads_results_reads_the_report_and_compares(page, live_serve
         figures.nth(i).scroll_into_view_if_needed()
         page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=figures.nth(i).element_handle())
     verdict = page.locator("section.card", has=page.get_by_role("heading", name="Verdict"))
-    expect(verdict).to_contain_text("Skin tone unfairness is significant")
+    expect(verdict).to_contain_text("Skin tone disparity is significant")
     page.screenshot(path=str(results_dir / "evaluation-report.png"), full_page=True)
 
     page.select_option("select[name=b]", label="model A (segmenter)")

@@ -169,16 +169,24 @@ def test_api_run_joins_scores_and_matches_the_command_line(
             permutations=19,
             band_permutations=99,
             uncertainty_draws=10,
+            cluster="subject_id",
         )
     )
+    # The release's subjects have several photos each: the run clustered by subject without being asked.
+    assert table["subject_id"].nunique() < len(table)
+    clusters = report["inputs"]["clusters"]
+    assert clusters["column"] == "subject_id" and clusters["source"].startswith("automatic")
+    assert clusters["n_clusters"] == table["subject_id"].nunique()
     for key in ("gender", "skin_tone", "body_shape"):
-        assert report[key]["p_value"] == pytest.approx(expected[key]["p_value"])
-        assert report[key]["score"] == pytest.approx(expected[key]["score"])
+        assert report[key]["verdict"]["p_value"] == pytest.approx(expected[key]["verdict"]["p_value"])
+        assert report[key]["verdict"]["gap_ci"] == pytest.approx(expected[key]["verdict"]["gap_ci"])
+        assert report[key]["seed_000"]["p_value"] == pytest.approx(expected[key]["seed_000"]["p_value"])
+        assert report[key]["seed_000"]["score"] == pytest.approx(expected[key]["seed_000"]["score"])
     assert report["skin_tone"]["verdict"]["level"] == expected["skin_tone"]["verdict"]["level"] != "negligible"
-    assert report["skin_tone"]["bands"]["worse_end"] == "high"
-    assert report["intersectional"]["n_customers"] == expected["intersectional"]["n_customers"]
+    assert report["skin_tone"]["verdict"]["worse_end"] == "high"
+    assert report["intersectional"]["seed_000"]["n_customers"] == expected["intersectional"]["seed_000"]["n_customers"]
     assert report["composition"]["n"] == N_IMAGES
-    assert report["gender"]["n_pairs"] == 3  # three genders: Holm over three pairs
+    assert report["gender"]["seed_000"]["n_pairs"] == 3  # three genders: Holm over three pairs
     # The label-uncertainty check also scores each labeler's labels alone (the release's labels table).
     per_labeler = report["label_uncertainty"]["per_labeler"]
     assert set(per_labeler) == {"labeler_L1", "labeler_L2", "labeler_L3"}
@@ -473,12 +481,12 @@ def test_a_text_body_shape_is_scored_as_groups(synthetic, lead, client_for, djan
     assert run.options["body_shape_column"] == "body_shape"
     part = run.report["body_shape"]
     assert part["treatment"] == "categorical"
-    assert part["significant"] is True and part["higher_error_group"] == "heavy"
+    assert part["verdict"]["significant"] is True and part["verdict"]["worst_band"] == "heavy"
     from django.test import Client
 
     browser = Client()
     browser.force_login(lead)
     page = browser.get(f"/projects/{project.pk}/evaluations/{run.pk}/")
     assert page.status_code == 200
-    assert "body shape (body_shape, groups)" in page.content.decode()
-    assert "heavy worse than" in page.content.decode()
+    assert "Body shape (body_shape)" in page.content.decode()
+    assert "heavy worst" in page.content.decode() and "Body shape by group" in page.content.decode()

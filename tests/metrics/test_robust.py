@@ -89,13 +89,19 @@ def test_wild_bootstrap_closed_form_equals_resamples_built_sample_by_sample():
     people = np.array([np.unique(codes[group == j]).size for j in range(k)])
     factor = people / (people - 1)
 
+    # Groups of fewer than 30 people: each contrast's variance is at least what the pooled spread implies.
+    observed_e = y - np.array([y[group == j].mean() for j in range(k)])[group]
+    pooled = observed_e @ observed_e / (n - k)
+    deff = design_effect(observed_e, cluster)["design_effect"]
+    floor = (matrix**2) @ (pooled * max(deff, 1.0) / sizes)
+
     def largest_t(values):
         means = np.array([values[group == j].mean() for j in range(k)])
         e = values - means[group]
         t = []
-        for row in matrix:
+        for row, least in zip(matrix, floor, strict=True):
             share = np.bincount(codes, weights=np.sqrt(factor[group]) * row[group] / sizes[group] * e, minlength=g)
-            t.append(row @ means / np.sqrt(share @ share))
+            t.append(row @ means / np.sqrt(max(share @ share, least)))
         return np.abs(t)
 
     assert np.abs(test.t) == pytest.approx(largest_t(y), rel=1e-10)

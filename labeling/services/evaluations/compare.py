@@ -15,7 +15,7 @@ from ...models import EvaluationGate, EvaluationRun, Project
 from ..audit import audit
 from ..project_lifecycle import project_refuse_if_archived
 from .joining import KEY
-from .runs import evaluation_dir
+from .runs import evaluation_dir, run_cluster
 
 SCORE_TITLES = {
     "mean_error": "Mean error",
@@ -57,12 +57,16 @@ def evaluation_compare(a: EvaluationRun, b: EvaluationRun, *, n_permutations: in
         else None
     )
     alpha = float(options.get("alpha", 0.05))
+    cluster, _ = run_cluster(options, shared, a.join.get("match_on"))
+    people = shared[cluster].to_numpy(dtype=object) if cluster and cluster in shared.columns else None
     try:
         changes = compare_errors(
             shared["error_a"].to_numpy(dtype=float),
             shared["error_b"].to_numpy(dtype=float),
             gender=shared[gender].astype(str).to_numpy() if gender and shared[gender].notna().all() else None,
-            skin_tone=shared["final_value"].to_numpy(dtype=float),
+            skin_tone=shared["final_value"].to_numpy(dtype=float)
+            if np.isfinite(shared["final_value"].to_numpy(dtype=float)).all()
+            else None,
             # A text body shape (groups) has no slope to compare: only a numeric one is compared here.
             body_shape=shared[body].to_numpy(dtype=float)
             if body and shared[body].notna().all() and pd.api.types.is_numeric_dtype(shared[body])
@@ -72,6 +76,8 @@ def evaluation_compare(a: EvaluationRun, b: EvaluationRun, *, n_permutations: in
             n_permutations=n_permutations,
             n_boot=n_permutations,
             seed=seed,
+            clusters=people,
+            levels=a.project.scale.tones.count(),
         )
     except ValueError as exc:
         raise ValidationError(f"These runs cannot be compared: {exc}") from None
@@ -84,8 +90,10 @@ def evaluation_compare(a: EvaluationRun, b: EvaluationRun, *, n_permutations: in
         "only_a": int(a.join.get("matched", 0) - len(shared)),
         "only_b": int(b.join.get("matched", 0) - len(shared)),
         "alpha": alpha,
-        "test": "paired permutation (each sample's two errors swapped at random), "
-        f"{n_permutations} swaps; paired bootstrap {100 * (1 - alpha):g}% interval of the change",
+        "test": "paired permutation (each sample's two errors swapped at random"
+        + (f"; a person's photos together, by {cluster}" if people is not None else "")
+        + f"), {n_permutations} swaps; paired bootstrap {100 * (1 - alpha):g}% interval of the change"
+        + (" (people resampled)" if people is not None else ""),
         "scores": [
             {
                 "name": c.name,
@@ -102,9 +110,10 @@ def evaluation_compare(a: EvaluationRun, b: EvaluationRun, *, n_permutations: in
             for c in changes
         ],
         "intersectional": {
-            "a": inter[0].get("n_customers"),
-            "b": inter[1].get("n_customers"),
-            "note": "flagged customers of each run, side by side; not tested (a DBSCAN ensemble per resample)",
+            "a": _regions(inter[0]),
+            "b": _regions(inter[1]),
+            "note": "each run's intersectional grid verdict and regions, side by side; the change is not tested "
+            "(a grid test per resample)",
         },
     }
 
@@ -124,21 +133,26 @@ def model_history(project: Project, model_name: str) -> list[dict]:
                 "gender": _score(report.get("gender")),
                 "skin_tone": _score(report.get("skin_tone")),
                 "body_shape": _score(report.get("body_shape")),
-                "intersectional": (report.get("intersectional") or {}).get("n_customers"),
+                "intersectional": _score(report.get("intersectional")),
             }
         )
+        rows[-1]["parts"] = [rows[-1][k] for k in ("gender", "skin_tone", "body_shape", "intersectional")]
     return rows
 
 
 def _score(part: dict | None) -> dict | None:
-    if not part:
+    """The headline of one attribute: its largest gap, significance and level (the report's verdict)."""
+    verdict = (part or {}).get("verdict")
+    if not verdict:
         return None
-    verdict = part.get("verdict") or {}
-    return {
-        "score": part.get("score"),
-        "significant": verdict.get("significant", part.get("significant")),
-        "level": verdict.get("level", part.get("severity")),
-    }
+    return {"gap": verdict["gap"], "significant": verdict["significant"], "level": verdict["level"]}
+
+
+def _regions(inter: dict) -> dict | None:
+    verdict = inter.get("verdict")
+    if not verdict:
+        return None
+    return {"significant": verdict["significant"], "level": verdict["level"], "regions": verdict.get("regions", [])}
 
 
 def gate_rules_clean(data: dict[str, Any]) -> dict[str, Any]:

@@ -58,7 +58,12 @@ DEFAULT_OPTIONS: dict[str, Any] = {
     "gender_column": None,
     "body_shape_column": None,
     "groups": None,
+    # "auto": by subject whenever the release's subject ids repeat among the matched samples; "none"; or a
+    # text attribute naming the person of each sample.
+    "cluster": "auto",
 }
+#: An attribute option set to this is switched off (the run scores the others).
+OFF = "none"
 #: Hard and soft time limits of the evaluation task (seconds): 50,000 samples with the permutation null take
 #: about two minutes on a loaded 2-core machine.
 EVALUATION_TASK_TIME_LIMIT = 1800
@@ -175,6 +180,8 @@ def options_clean(raw: dict[str, Any], release: Release, *, error_kind: str = "r
     gender = options.get("gender_column")
     if gender in (None, ""):
         gender = "gender" if "gender" in categorical else None
+    elif gender == OFF:
+        gender = None
     elif gender not in categorical:
         problems["gender_column"] = (
             f"{gender!r} is not a text attribute of release v{release.version}; "
@@ -184,6 +191,8 @@ def options_clean(raw: dict[str, Any], release: Release, *, error_kind: str = "r
     if body in (None, ""):
         # Numeric (scored along its range) or text (scored as groups, like gender; metrics.report decides).
         body = next((c for c in [*numeric, *categorical] if "body" in c.lower() and c != gender), None)
+    elif body == OFF:
+        body = None
     elif body not in numeric and body not in categorical:
         problems["body_shape_column"] = (
             f"{body!r} is not an attribute of release v{release.version}; "
@@ -202,9 +211,21 @@ def options_clean(raw: dict[str, Any], release: Release, *, error_kind: str = "r
         bad = [g for g in groups if g not in categorical]
         if bad:
             problems["groups"] = f"not text attributes of the release: {', '.join(bad)}"
+    cluster = options.get("cluster")
+    if cluster in (None, ""):
+        cluster = "auto"
+    if not isinstance(cluster, str):
+        problems["cluster"] = "cluster must be 'auto', 'none' or a text attribute naming each sample's person"
+    elif cluster not in ("auto", OFF) and cluster not in categorical:
+        problems["cluster"] = (
+            f"{cluster!r} is not a text attribute of release v{release.version}; use 'auto' (by subject when "
+            f"subjects repeat), 'none' or one of {', '.join(categorical) or 'none'}"
+        )
     if problems:
         raise ValidationError(problems)
-    options.update(gender_column=gender, body_shape_column=body, groups=list(dict.fromkeys(groups)))
+    options.update(
+        gender_column=gender, body_shape_column=body, groups=list(dict.fromkeys(groups)), cluster=cluster
+    )
     return options
 
 
@@ -261,6 +282,10 @@ def evaluation_create(
                 out.write(chunk)
         images = _release_images(release)
         attributes = [c for c in [options["gender_column"], options["body_shape_column"], *options["groups"]] if c]
+        if options["cluster"] not in ("auto", OFF):
+            attributes.append(options["cluster"])
+        if "subject_id" in images.columns:
+            attributes.append("subject_id")
         per_labeler = _labeler_tones(release)
         if per_labeler is not None:
             images = images.merge(per_labeler, on="image_id", how="left")
@@ -272,6 +297,17 @@ def evaluation_create(
             refused = ValidationError({"results": exc.problems})
             refused.join = exc.join  # what was counted, for the page and the API's answer
             raise refused from None
+        if not np.isfinite(joined["final_value"].to_numpy(dtype=float)).any():
+            refused = ValidationError(
+                {
+                    "results": [
+                        f"none of the {len(joined)} matched samples has a final skin tone in release "
+                        f"v{release.version} (every one lacks enough valid labels): there is nothing to score"
+                    ]
+                }
+            )
+            refused.join = join
+            raise refused
         tones = images.loc[~images["excluded"].fillna(False).astype(bool), "final_value"].to_numpy(dtype=float)
         composition = tone_composition(tones[np.isfinite(tones)], project.scale.tones.count()) if tones.size else None
         written: dict[str, Any] = {}
@@ -352,14 +388,19 @@ def evaluation_run(run: EvaluationRun) -> EvaluationRun:
     out = base / "report"
     shutil.rmtree(out, ignore_errors=True)
     o = run.options
-    columns = pq.read_schema(joined).names
+    table = pq.read_table(joined).to_pandas()
+    columns = list(table.columns)
     uncertainty = "min" in columns and "max" in columns
     labelers = sorted(c for c in columns if c.startswith(LABELER_PREFIX)) if uncertainty else []
+    cluster, cluster_source = run_cluster(o, table, run.join.get("match_on"))
     options = ReportOptions(
-        attributes=joined,
-        predictions=joined,
+        attributes=table,
+        predictions=table,
         out=out,
         on=KEY,
+        id_label=run.join.get("match_on") or "sample",
+        cluster=cluster,
+        cluster_source=cluster_source,
         error="error",
         skin_tone="final_value",
         gender=o.get("gender_column"),
@@ -403,10 +444,37 @@ def evaluation_run(run: EvaluationRun) -> EvaluationRun:
     return run
 
 
+def run_cluster(options: dict, table: pd.DataFrame, match_on: str | None) -> tuple[str | None, str | None]:
+    """The column the run clusters by, and why: by subject whenever subjects repeat, unless told otherwise.
+
+    ``auto``: when samples are images (not matched per subject) and the release's ``subject_id`` repeats
+    among them, photos of one person are resampled together; ``none``: independent samples; a column name:
+    that column.
+    """
+    choice = options.get("cluster") or "auto"
+    if choice == OFF:
+        return None, None
+    if choice != "auto":
+        return choice, f"set by the run's options (cluster = {choice})"
+    if match_on == "subject_id" or "subject_id" not in table.columns:
+        return None, None
+    subjects = table["subject_id"].dropna().astype(str)
+    subjects = subjects[subjects.str.strip() != ""]
+    if subjects.size and subjects.nunique() < subjects.size:
+        return "subject_id", (
+            f"automatic: {subjects.nunique()} subjects over {subjects.size} images, so photos of one person are "
+            "resampled together"
+        )
+    return None, None
+
+
 def _stored(content: dict, run: EvaluationRun) -> dict:
     """The report kept in the database: everything but the member lists (they stay in report.json)."""
     stored = json.loads(json.dumps(content))
-    inter = stored.get("intersectional")
+    grid = (stored.get("intersectional") or {}).get("grid")
+    for cell in (grid or {}).get("flagged", []):
+        cell["members"] = len(cell.get("members", []))
+    inter = (stored.get("intersectional") or {}).get("seed_000")
     if inter:
         inter["members"] = len(inter.get("members", []))
         for finding in inter.get("findings", []):
@@ -421,23 +489,23 @@ def worst_images(run: EvaluationRun, limit: int = WORST_IMAGES) -> list[dict]:
     if path is None:
         return []
     report = json.loads(path.read_text(encoding="utf-8"))
-    findings = (report.get("intersectional") or {}).get("findings") or []
-    if not findings:
+    cells = ((report.get("intersectional") or {}).get("grid") or {}).get("flagged") or []
+    if not cells:
         return []
     joined = pd.read_parquet(evaluation_dir(run) / "joined.parquet", columns=[KEY, "image_id", "error"])
-    joined = joined.set_index(KEY)
     regions = []
-    for finding in findings[:3]:
-        members = joined.loc[joined.index.intersection(finding["members"])]
-        top = members.sort_values("error", ascending=False).head(limit)
+    for cell in cells[:3]:
+        inside = joined[KEY].isin(cell.get("members", []))
+        top = joined.loc[inside].sort_values("error", ascending=False).head(limit)
         regions.append(
             {
-                "description": finding["description"],
-                "n_customers": finding["n_customers"],
+                "description": cell["description"],
+                "n": cell["n"],
                 "images": [
-                    {"key": str(key), "image_id": int(row.image_id), "error": float(row.error)}
-                    for key, row in top.iterrows()
+                    {"key": str(getattr(row, KEY)), "image_id": int(row.image_id), "error": float(row.error)}
+                    for row in top.itertuples(index=False)
                 ],
             }
         )
     return regions
+
