@@ -200,6 +200,7 @@ def _json_ready(report: dict) -> dict:
 _STYLE = (
     "<style>body{font-family:sans-serif;max-width:64rem;margin:2rem auto;padding:0 1rem}"
     "table{border-collapse:collapse;margin:.4rem 0}td,th{border:1px solid #ccc;padding:.3rem .6rem}"
+    "td.ci{white-space:nowrap}"
     ".severe,.above{color:#a00;font-weight:600}.moderate,.inconclusive{color:#8a5a00;font-weight:600}"
     "img{max-width:100%}</style></head><body>"
 )
@@ -254,8 +255,10 @@ def _html(report: dict, figures: list[dict]) -> str:
         ),
         "<h2>Summary</h2><ul>",
         # The warnings lead the summary; the HTML shows them above it instead.
+        *(f"<li>{esc(line)}</li>" for line in report["headline"] if not line.startswith("Warning: ")),
+        "</ul><details><summary>Every sentence of the summary</summary><ul>",
         *(f"<li>{esc(line)}</li>" for line in report["summary"] if not line.startswith("Warning: ")),
-        "</ul><h2>Disparity verdicts</h2>",
+        "</ul></details><h2>Disparity verdicts</h2>",
         f"<p class=small>{esc(settings['disparity_rule'])}. {esc(settings['significance_rule'])}.</p>",
         "<table><tr><th>Attribute</th><th>Test</th><th>p</th><th>Significant</th><th>Largest gap (95% CI)</th>"
         "<th>Level</th><th>Where</th></tr>",

@@ -165,7 +165,7 @@ def build_report(options: ReportOptions) -> dict:
         )
         results["intersectional"] = report["intersectional"].pop("_seed_result", None)
     report["performance"] = _performance(report, errors, people, options)
-    report["summary"] = _summary(report, options)
+    report["summary"], report["headline"] = _summary(report, options)
     report["groups"] = _groups_section(options, merged, people)
     report["_results"] = results
     report["_merged"] = merged
@@ -439,6 +439,11 @@ def _tone_levels(key: str, x: np.ndarray, options: ReportOptions) -> tuple[int |
     )
 
 
+def report_levels(options: ReportOptions, tone: np.ndarray) -> int | None:
+    """The scale the skin-tone bands are cut on (see :func:`_tone_levels`)."""
+    return _tone_levels("skin_tone", tone, options)[0]
+
+
 def _continuous_part(key, column, merged, errors, rows, people, options: ReportOptions):
     from metrics.unfairness import (
         attribute_bands,
@@ -540,6 +545,7 @@ def _uncertainty_part(merged, errors, people, options: ReportOptions, rows_of) -
     from metrics.unfairness import label_uncertainty
 
     rows = rows_of(options.skin_tone) & rows_of(options.tone_min) & rows_of(options.tone_max)
+    levels = report_levels(options, merged[options.skin_tone].to_numpy(dtype=np.float64)[rows])
     try:
         check = label_uncertainty(
             errors[rows],
@@ -553,7 +559,9 @@ def _uncertainty_part(merged, errors, people, options: ReportOptions, rows_of) -
             seed=options.seed,
             labeler_tones={c: merged[c].to_numpy(dtype=np.float64)[rows] for c in options.labeler_columns} or None,
             clusters=None if people is None else people[rows],
-            levels=options.tone_levels,
+            levels=levels,
+            # The same resamples as the verdict, so the conclusion with the given tones is the verdict's own.
+            n_permutations=options.band_permutations,
         )
     except ValueError as exc:
         raise ReportInputError([f"label-uncertainty check: {exc}"]) from None
@@ -859,8 +867,11 @@ def _performance(report: dict, errors: np.ndarray, people, options: ReportOption
     }
 
 
-def _summary(report: dict, options: ReportOptions) -> list[str]:
+def _summary(report: dict, options: ReportOptions) -> tuple[list[str], list[str]]:
+    """Every sentence of the summary, and the headline: the sentences a reader must not miss (the
+    warnings, the clustering, performance, each attribute's verdict, the grid, the composition)."""
     lines = [f"Warning: {line}." for line in report.get("warnings", [])]
+    headline = list(lines)
     clusters = report["inputs"].get("clusters")
     if clusters:
         deff = clusters.get("design_effect")
@@ -875,7 +886,9 @@ def _summary(report: dict, options: ReportOptions) -> list[str]:
                 else "."
             )
         )
+        headline.append(lines[-1])
     lines.append(_performance_summary(report["performance"], options))
+    headline.append(lines[-1])
     for key, label in (("gender", "Gender"), ("body_shape", "Body shape"), ("skin_tone", "Skin tone")):
         part = report[key]
         if part is None:
@@ -887,15 +900,20 @@ def _summary(report: dict, options: ReportOptions) -> list[str]:
                 else ""
             )
             lines.append(
-                f"Body shape ({part['column']}) is treated as {part['treatment']} ({part['treatment_reason']}){groups}."
+                f"Body shape ({part['column']}) is treated as {part['treatment']}: {part['treatment_reason']}{groups}."
             )
-        lines.extend(_attribute_summary(label, part, options))
+        found = _attribute_summary(label, part, options)
+        headline.append(found[0])
+        lines.extend(found)
     inter = report["intersectional"]
     if inter is not None:
-        lines.extend(_intersectional_summary(inter, options))
+        found = _intersectional_summary(inter, options)
+        headline.extend(line for line in found if not line.startswith("Seed 000"))
+        lines.extend(found)
     composition = report.get("composition")
     if composition is not None:
         lines.append(_composition_summary(composition))
+        headline.append(lines[-1])
     check = report.get("label_uncertainty")
     if check is not None:
         low, high = check["fraction_same_ci"]
@@ -905,7 +923,8 @@ def _summary(report: dict, options: ReportOptions) -> list[str]:
             f"(95% CI {low:.0%} to {high:.0%}); "
             + ("it survives the labelers' disagreement." if check["robust"] else "it does NOT survive reliably.")
         )
-    return lines
+        headline.append(lines[-1])
+    return lines, headline
 
 
 def _performance_summary(perf: dict, options: ReportOptions) -> str:
@@ -954,7 +973,7 @@ def _attribute_summary(label: str, part: dict, options: ReportOptions) -> list[s
         )
     else:
         head = f"{label} disparity is {word} (group-gap test p {_p(verdict['p_value'])}, family-wise over the pairs); "
-    head += f"level {verdict['reading']}."
+    head += f"{verdict['reading']}."
     lines = [head]
     worst, best = by_label[verdict["worst_band"]], by_label[verdict["best_band"]]
     if verdict["significant"]:
@@ -972,7 +991,13 @@ def _attribute_summary(label: str, part: dict, options: ReportOptions) -> list[s
             f"({_interval(*verdict['gap_ci'])})."
         )
     few = [r for r in rows if r["reading"] in ("too few to tell", "too few to test", "no samples")]
-    if few:
+    gaps = [r["min_detectable_gap"] for r in few if r.get("min_detectable_gap") is not None]
+    if few and len(few) == len(rows) and gaps:
+        lines.append(
+            f"{label}: too few to tell in every {what} (n = {min(r['n'] for r in few)} to {max(r['n'] for r in few)}; "
+            f"gaps below {min(gaps):.2g} to {max(gaps):.2g} could go unseen): not significant does not mean fair."
+        )
+    elif few:
         lines.append(
             f"{label}: too few to tell for "
             + ", ".join(
@@ -1023,7 +1048,7 @@ def _intersectional_summary(inter: dict, options: ReportOptions) -> list[str]:
     elif verdict["significant"]:
         lines.append(
             f"Intersectional ({' x '.join(grid['factors'])} grid, {grid['n_tested']} of {grid['n_cells']} cells "
-            f"tested): significant (max-t p {_p(grid['p_value'])}); level {verdict['reading']}."
+            f"tested): significant (max-t p {_p(grid['p_value'])}); {verdict['reading']}."
         )
         for cell in grid["flagged"][:3]:
             lines.append(
@@ -1036,7 +1061,7 @@ def _intersectional_summary(inter: dict, options: ReportOptions) -> list[str]:
     else:
         lines.append(
             f"Intersectional ({' x '.join(grid['factors'])} grid, {grid['n_tested']} of {grid['n_cells']} cells "
-            f"tested): no cell differs from the rest (max-t p {_p(grid['p_value'])}); level {verdict['reading']}."
+            f"tested): no cell differs from the rest (max-t p {_p(grid['p_value'])}); {verdict['reading']}."
         )
     seed = inter.get("seed_000")
     if seed is not None:

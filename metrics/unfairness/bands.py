@@ -61,7 +61,8 @@ class AttributeBand:
     min_detectable_gap : float or None
         The gap to the largest other band found with 80% power.
     reading : str
-        ``"differs"``, ``"too few to tell"``, ``"no gap detected"``, ``"too few to test"``, ``"no samples"``.
+        ``"higher than ..."`` / ``"lower than ..."``, ``"within half the threshold"``, ``"too few to tell"``,
+        ``"no gap detected"``, ``"too few to test"``, ``"no samples"``.
     performance : str
         The band's mean error against the threshold, by its interval (``"above the threshold"``, ...).
     """

@@ -59,7 +59,7 @@ class GroupReading:
     min_detectable_gap : float or None
         Gap to the largest other group this test finds with 80% power.
     reading : str
-        ``"differs"`` (in a significant pair), ``"within half the threshold"`` (every pair it is in has a
+        ``"higher than 1-2, 3-4"`` / ``"lower than 9-10"`` (its significant pairs), ``"within half the threshold"`` (every pair it is in has a
         simultaneous upper bound below half the threshold), ``"too few to tell"`` (otherwise, when the
         minimum detectable gap is above half the threshold), ``"no gap detected"``, ``"too few to test"``
         or ``"no samples"``.
@@ -181,6 +181,11 @@ def performance_reading(mean: float | None, low: float | None, high: float | Non
     return "below the threshold"
 
 
+def _names(names: list[str], most: int = 3) -> str:
+    shown = ", ".join(str(n) for n in names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
 def pairwise_contrasts(tested: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     """Rows ``e_a - e_b`` for every pair ``a < b`` of the tested groups."""
     k = sizes.size
@@ -268,7 +273,8 @@ def pairwise_disparity(
     tested = test.tested
     c = test.critical
     pairs = []
-    significant_groups: set[int] = set()
+    above: dict[int, list[int]] = {}
+    below: dict[int, list[int]] = {}
     upper_of: dict[int, float] = {}
     row = 0
     lower_bounds, upper_bounds = [], []
@@ -279,7 +285,8 @@ def pairwise_disparity(
             p = float(test.p_adjusted[row])
             sig = bool(p < alpha)
             if sig:
-                significant_groups.update((int(a), int(b)))
+                above.setdefault(int(hi), []).append(int(lo))
+                below.setdefault(int(lo), []).append(int(hi))
             lower_bounds.append(max(0.0, abs(d) - c * se))
             upper_bounds.append(abs(d) + c * se)
             for member in (int(a), int(b)):
@@ -306,6 +313,7 @@ def pairwise_disparity(
     )
     means = np.array([test.groups[g].mean for g in tested], dtype=np.float64)
     worst, best = int(tested[np.argmax(means)]), int(tested[np.argmin(means)])
+
     # The spread a group of its size would have: pooled within-group residuals, widened by the clustering.
     def planned_se(h: int) -> float:
         own = test.groups[h].se or 0.0
@@ -325,8 +333,12 @@ def pairwise_disparity(
             reading = "no samples"
         elif g not in tested_set:
             reading = "too few to test"
-        elif g in significant_groups:
-            reading = "differs"
+        elif g in above or g in below:
+            reading = "; ".join(
+                f"{word} {_names([labels[h] for h in others])}"
+                for word, others in (("higher than", above.get(g)), ("lower than", below.get(g)))
+                if others
+            )
         elif upper_of.get(g, float("inf")) < disparity.margin:
             reading = "within half the threshold"
         elif mdg is None or mdg > disparity.margin:

@@ -51,6 +51,8 @@ __all__ = [
 DEFAULT_BOOTSTRAPS = 999
 # Weights drawn at once (bootstrap rows x clusters): about 32 MB of float64.
 _BLOCK_CELLS = 4_000_000
+
+
 def _weights(rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
     """Rademacher weights (+-1 with equal chances), one per cluster and resample.
 
@@ -60,6 +62,8 @@ def _weights(rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
     where 2^G sign patterns would be too few.
     """
     return 2.0 * rng.integers(0, 2, size=shape) - 1.0
+
+
 #: z of 80% power, for the minimum detectable gap.
 Z_POWER_80 = 0.8416212335729143
 #: Groups with fewer clusters than this get a floor on their standard error (see :func:`contrast_max_t`).
