@@ -204,6 +204,7 @@ def contrast_max_t(
     n_boot: int = DEFAULT_BOOTSTRAPS,
     alpha: float = 0.05,
     seed: int = 0,
+    alternative: str = "two-sided",
 ) -> ContrastTest:
     """Test linear contrasts of group means jointly (wild cluster bootstrap of the largest |t|).
 
@@ -236,6 +237,10 @@ def contrast_max_t(
         Level of the simultaneous intervals and each group's interval.
     seed : int, default 0
         Seed of the weights (the result is reproducible).
+    alternative : str, default "two-sided"
+        ``"greater"``: only contrasts above 0 count against the null (the largest t, not |t|; e.g. a
+        cell whose error is higher than the rest's). The simultaneous intervals then take their lower
+        bounds from the largest t of the resamples and their upper bounds from the largest -t.
 
     Returns
     -------
@@ -331,11 +336,18 @@ def contrast_max_t(
     se = np.sqrt(var)
     t_obs = estimates / se
 
-    null_max = _bootstrap_max_t(s_restricted, counts, scaled, a, sizes, g, n_boot, seed, floor_var)
-    observed_abs = np.abs(t_obs)
+    if alternative not in ("two-sided", "greater"):
+        raise ValueError(f"alternative must be 'two-sided' or 'greater', got {alternative!r}")
+    null_up, null_down = _bootstrap_max_t(s_restricted, counts, scaled, a, sizes, g, n_boot, seed, floor_var)
+    if alternative == "greater":
+        null_max, observed = null_up, t_obs
+    else:
+        null_max, observed = np.maximum(null_up, null_down), np.abs(t_obs)
     tol = 1 - 1e-12
-    p_adjusted = (1 + np.count_nonzero(null_max[None, :] >= observed_abs[:, None] * tol, axis=1)) / (1 + n_boot)
+    exceed = null_max[None, :] >= np.where(observed > 0, observed * tol, observed / tol)[:, None]
+    p_adjusted = (1 + np.count_nonzero(exceed, axis=1)) / (1 + n_boot)
     critical = _critical(null_max, alpha)
+    critical_high = critical if alternative == "two-sided" else _critical(null_down, alpha)
     return ContrastTest(
         groups=tuple(groups),
         tested=tested,
@@ -346,7 +358,7 @@ def contrast_max_t(
         p_value=float(p_adjusted.min()) if q else 1.0,
         critical=critical,
         ci_low=estimates - critical * se,
-        ci_high=estimates + critical * se,
+        ci_high=estimates + critical_high * se,
         n_boot=int(n_boot),
         alpha=float(alpha),
         n_clusters=int(g),
@@ -356,8 +368,8 @@ def contrast_max_t(
     )
 
 
-def _bootstrap_max_t(s_restricted, counts, scaled, a, sizes, g, n_boot, seed, floor) -> np.ndarray:
-    """Largest |t| of each wild-bootstrap resample (weights per cluster, the null's residuals).
+def _bootstrap_max_t(s_restricted, counts, scaled, a, sizes, g, n_boot, seed, floor) -> tuple[np.ndarray, np.ndarray]:
+    """Largest t and largest -t of each wild-bootstrap resample (weights per cluster, the null's residuals).
 
     For resample ``b`` with cluster weights ``w``: ``y* = grand + w_c e_i`` (``e`` the residuals of the
     common mean), so each group's mean moves by ``delta_g = sum_c w_c S_cg / n_g`` and the residuals that
@@ -382,7 +394,8 @@ def _bootstrap_max_t(s_restricted, counts, scaled, a, sizes, g, n_boot, seed, fl
     z = csr_matrix((data, (rows, cols)), shape=(g, q * k)).T.tocsr()  # (qk x G)
     mtm = np.asarray((counts.T @ counts).todense())  # (k x k)
     st = s_csc.T.tocsr()  # (k x G)
-    null_max = np.empty(n_boot)
+    null_up = np.empty(n_boot)
+    null_down = np.empty(n_boot)
     block = max(1, _BLOCK_CELLS // max(g, 1))
     for start in range(0, n_boot, block):
         stop = min(n_boot, start + block)
@@ -395,8 +408,10 @@ def _bootstrap_max_t(s_restricted, counts, scaled, a, sizes, g, n_boot, seed, fl
         term3 = np.einsum("bqk,kl,bql->bq", weighted, mtm, weighted)
         var = np.maximum(term1 - 2 * term2 + term3, floor[None, :])
         estimate = delta @ a.T  # (B x q): contrasts of the mean shifts (the common mean cancels)
-        null_max[start:stop] = np.max(np.abs(estimate) / np.sqrt(var), axis=1)
-    return null_max
+        t = estimate / np.sqrt(var)
+        null_up[start:stop] = np.max(t, axis=1)
+        null_down[start:stop] = np.max(-t, axis=1)
+    return null_up, null_down
 
 
 @dataclass(frozen=True)

@@ -136,7 +136,7 @@ def label_uncertainty(
     clusters : array-like, shape (n,), optional
         Person of each sample, passed to every re-scoring.
     levels : int, optional
-        Tones of the scale (bands on the scale).
+        Tones of the scale (bands on the scale; drawn tones are kept within 1..levels).
 
     Returns
     -------
@@ -182,6 +182,8 @@ def label_uncertainty(
             drawn = low + np.floor(rng.random(values.size) * (high - low + 1))
         else:
             drawn = rng.uniform(low, high)
+        if levels is not None:
+            drawn = np.clip(drawn, 1, levels)  # a range reaching beyond the scale stays on it
         if np.all(drawn == drawn[0]):
             found = "not significant"
         else:
