@@ -26,7 +26,7 @@ from .bands import band_unfairness
 from .robust import robust_slope
 from .verdict import continuous_verdict
 
-__all__ = ["LabelUncertainty", "label_uncertainty"]
+__all__ = ["LabelUncertainty", "conclusion_of", "label_uncertainty"]
 
 #: The conclusion is called robust when it survives at least this fraction of draws.
 ROBUST_FRACTION = 0.9
@@ -85,7 +85,11 @@ def _conclusion(errors, tone, threshold, alpha, n_bands, n_permutations, levels,
         clusters=clusters,
         levels=levels,
     )
-    verdict = continuous_verdict(trend, bands)
+    return conclusion_of(continuous_verdict(trend, bands))
+
+
+def conclusion_of(verdict) -> str:
+    """A skin-tone verdict in the words the check compares: ``"significant, moderate, high end worse"``."""
     if not verdict.significant:
         return "not significant"
     end = f", {verdict.worse_end} end worse" if verdict.worse_end else ""
@@ -107,6 +111,8 @@ def label_uncertainty(
     seed: int = 0,
     clusters: Sequence[object] | np.ndarray | None = None,
     levels: int | None = None,
+    conclusion: str | None = None,
+    labeler_permutations: int | None = None,
 ) -> LabelUncertainty:
     """Recompute the skin-tone verdict with tones drawn within each image's label range.
 
@@ -137,6 +143,12 @@ def label_uncertainty(
         Person of each sample, passed to every re-scoring.
     levels : int, optional
         Tones of the scale (bands on the scale; drawn tones are kept within 1..levels).
+    conclusion : str, optional
+        The conclusion with the given tones when already known (the report passes its verdict's,
+        :func:`conclusion_of`, computed with more resamples than each draw's); None: computed here.
+    labeler_permutations : int, optional
+        Resamples of each labeler's re-scoring (few of them: the report gives them the verdict's count,
+        so a labeler whose tones are the given ones reaches exactly the verdict); None: ``n_permutations``.
 
     Returns
     -------
@@ -172,7 +184,7 @@ def label_uncertainty(
         raise ValueError(f"n_draws must be at least 1, got {n_draws}")
     people = None if clusters is None else np.asarray(clusters, dtype=object)
     settings = (threshold, alpha, n_bands, n_permutations, levels)
-    baseline = _conclusion(values, tone, *settings, seed, people)
+    baseline = conclusion if conclusion is not None else _conclusion(values, tone, *settings, seed, people)
     rng = np.random.default_rng(seed)
     whole = bool(np.all(low == np.round(low)) and np.all(high == np.round(high)))
     counts: dict[str, int] = {}
