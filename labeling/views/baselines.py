@@ -41,19 +41,44 @@ def _mapping_info(parameters: dict[str, Any]):
     }
 
 
+#: The evaluation sets shown on the baselines page, in order, and what each is.
+EVALUATION_SETS = {
+    "development": "development (astronaut)",
+    "held_out": "held out",
+    "held_out_2": "second held-out set",
+    "camera": "second recolouring model",
+}
+#: The detectors compared on the page: the default, then the cascades (its fallback).
+EVALUATION_DETECTORS = ("landmarks_or_face", "face")
+
+
 def _detector_evaluation() -> dict[str, Any]:
-    """The stored per-tone figures of the face detector, development and held-out side by side."""
+    """The stored per-tone figures of the landmark model and the cascades, every set side by side."""
     figures = skin_detector_evaluation()
     sets = figures["sets"]
     rows = []
     for tone in range(1, 11):
-        row = {"tone": tone}
-        for name in ("development", "held_out", "held_out_2"):
-            for detector in ("face", "rules"):
+        cells = []
+        for name in EVALUATION_SETS:
+            for detector in EVALUATION_DETECTORS:
                 (found,) = [r for r in sets[name][detector] if r["tone"] == tone]
-                row[f"{name}_{detector}"] = found
-        rows.append(row)
-    return {**figures, "rows": rows}
+                cells.append({"set": name, "detector": detector, **found})
+        rows.append({"tone": tone, "cells": cells})
+    totals = []
+    for name, title in EVALUATION_SETS.items():
+        for detector in EVALUATION_DETECTORS:
+            tone_rows = sets[name][detector]
+            totals.append(
+                {
+                    "set": name,
+                    "title": title,
+                    "detector": detector,
+                    "cases": sum(r["cases"] for r in tone_rows),
+                    "measured": sum(r["measured"] for r in tone_rows),
+                    "within": sum(r["within"] for r in tone_rows),
+                }
+            )
+    return {**figures, "rows": rows, "totals": totals, "set_titles": EVALUATION_SETS}
 
 
 # --- pages ------------------------------------------------------------------------

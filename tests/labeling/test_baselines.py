@@ -544,7 +544,9 @@ def test_baselines_page_shows_the_detector_figures_per_tone(project):
     rows = section.split("<tbody>")[1].split("</tbody>")[0].split("</tr>")[:-1]
     assert len(rows) == 10
     for tone, row in enumerate(rows, start=1):
-        (development,) = [r for r in figures["sets"]["development"]["face"] if r["tone"] == tone]
+        (development,) = [
+            r for r in figures["sets"]["development"][colorimetry.DEFAULT_SKIN_DETECTOR] if r["tone"] == tone
+        ]
         assert f"<td>{tone}</td>" in row
         assert f"{development['within']}/{development['cases']}" in row
 

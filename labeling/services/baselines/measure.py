@@ -14,7 +14,14 @@ from typing import Any
 import numpy as np
 from PIL import Image as PILImage
 
-from ...colorimetry import ImageDecodeError, MaskSizeError, measure_image, select_skin, skin_tone_stats
+from ...colorimetry import (
+    ImageDecodeError,
+    LandmarkModelUnavailable,
+    MaskSizeError,
+    measure_image,
+    select_skin,
+    skin_tone_stats,
+)
 from ...models import Image
 from .parameters import stats_options
 
@@ -127,6 +134,8 @@ def _measure(image: Image, parameters: dict[str, Any], mask_kind: str) -> dict[s
 def _failure_reason(exc: BaseException) -> str:
     if isinstance(exc, MaskSizeError):
         return f"mask size mismatch: {exc}"
+    if isinstance(exc, LandmarkModelUnavailable):
+        return f"the landmark model is not installed as shipped: {exc}"
     if isinstance(exc, ImageDecodeError):
         return f"corrupt or unreadable file: {exc}"
     if isinstance(exc, FileNotFoundError):
@@ -155,7 +164,13 @@ def image_measure(
     try:
         stats = _measure(image, parameters, mask_kind)
         overlay = _overlay_png(image, mask_kind, stats_options(parameters)["skin_detector"])
-    except (ImageDecodeError, MaskSizeError, FileNotFoundError, PILImage.DecompressionBombError) as exc:
+    except (
+        ImageDecodeError,
+        MaskSizeError,
+        FileNotFoundError,
+        PILImage.DecompressionBombError,
+        LandmarkModelUnavailable,
+    ) as exc:
         return None, b"", _failure_reason(exc)
     except OSError as exc:
         if not final_attempt:

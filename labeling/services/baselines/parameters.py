@@ -99,7 +99,9 @@ DEFAULT_PARAMETERS: dict[str, Any] = {
 }
 #: What each ``skin_detector`` choice means, for people.
 SKIN_DETECTOR_CHOICES = {
-    "face": "face: cheeks and forehead of the detected face (no face: no number)",
+    "landmarks_or_face": "landmark model (MediaPipe BlazeFace + Face Mesh), else the cascades (no face: no number)",
+    "landmarks": "landmark model only (no face: no number)",
+    "face": "OpenCV cascades only: cheeks and forehead of the face box (no face: no number)",
     "face_or_rules": "face, else the colour rules (labelled fallback)",
     "rules": "colour rules only (Chai & Ngan + Kovac; misses light and deep tones)",
 }
