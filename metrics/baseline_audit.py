@@ -140,6 +140,8 @@ def baseline_audit(
     ita: Sequence[float | None],
     *,
     n_tones: int,
+    lightness: Sequence[float | None] | None = None,
+    hue: Sequence[float | None] | None = None,
     confidence: float = 0.95,
     n_resamples: int = 2000,
     seed: int = 0,
@@ -158,6 +160,9 @@ def baseline_audit(
         The image's ITA (None when nothing was measured).
     n_tones : int
         Tones of the scale (the bands come from :func:`tone_bands`).
+    lightness, hue : sequence of float or None, optional
+        Each image's CIELAB L* and hue angle h* (degrees): reported per tone beside ITA, which squeezes
+        both ends of the scale (Thong, Joniak and Xiang, ICCV 2023).
     confidence, n_resamples, seed
         Intervals' coverage and the rank correlations' bootstrap.
 
@@ -189,6 +194,16 @@ def baseline_audit(
     measured = ~np.isnan(ita_array)
     bands = tone_bands(n_tones)
 
+    def optional(column: Sequence[float | None] | None) -> np.ndarray:
+        if column is None:
+            return np.full(tone_array.size, math.nan)
+        out = np.array([math.nan if v is None else float(v) for v in column], dtype=np.float64)
+        if out.size != tone_array.size:
+            raise ValueError("lightness and hue need one entry per image")
+        return out
+
+    lightness_array, hue_array = optional(lightness), optional(hue)
+
     by_tone = []
     for tone in np.unique(tone_array).tolist():
         here = tone_array == tone
@@ -197,6 +212,8 @@ def baseline_audit(
                 "tone": int(tone),
                 "coverage": _share(int(found[here].sum()), int(here.sum()), confidence),
                 "ita": _spread(ita_array[here & measured]),
+                "lightness": _spread(lightness_array[here & measured & ~np.isnan(lightness_array)]),
+                "hue_angle": _spread(hue_array[here & measured & ~np.isnan(hue_array)]),
             }
         )
 

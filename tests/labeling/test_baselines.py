@@ -145,7 +145,7 @@ def test_new_image_gets_its_baseline_after_import_measured_on_the_face(project):
     assert row.flags == []
     assert row.stats["skin_source"] == "face" and row.stats["n_faces"] >= 1
     assert row.stats["fitzpatrick"] == colorimetry.fitzpatrick_from_ita(row.ita_median)
-    assert row.parameters["skin_detector"].startswith("opencv_haar_frontalface")
+    assert row.parameters["skin_detector"].startswith("mediapipe_blazeface")  # the landmark model (issue 21)
     # The overlay: a PNG at the image's size; the measured skin (transparent or outlined) is on the face.
     with row.overlay.open("rb") as handle:
         overlay = PILImage.open(handle)

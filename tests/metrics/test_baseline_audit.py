@@ -72,5 +72,8 @@ def test_bad_input_is_refused() -> None:
 
 def test_an_empty_project_answers_without_a_test() -> None:
     audit = baseline_audit([], [], [], [], n_tones=10)
-    assert audit["warning"] is None and audit["gap"]["reason"] == "no image of the light band and no image of the deep band"
+    assert (
+        audit["warning"] is None
+        and audit["gap"]["reason"] == "no image of the light band and no image of the deep band"
+    )
     assert audit["by_tone"] == [] and audit["rank_agreement"]["rho"] is None
