@@ -70,6 +70,10 @@ def audited(project, labelers, django_capture_on_commit_callbacks):
     return project, images
 
 
+def current_automatic(project, image) -> dict:
+    return svc.baselines_current(project).get(image=image).stats["automatic"]
+
+
 def _api(user) -> APIClient:
     client = APIClient()
     client.force_authenticate(user)
@@ -173,7 +177,11 @@ def test_a_drawn_polygon_becomes_the_skin_mask_and_is_scored(audited, django_cap
     with image.mask.open("rb") as handle:
         mask = PILImage.open(handle)
         assert mask.size == (image.width, image.height) and 0 < np.count_nonzero(np.asarray(mask)) < SIDE * SIDE / 4
-    report = lead.get(f"/api/projects/{project.pk}/baselines/audit/").json()["mask_validation"]
+    audit = lead.get(f"/api/projects/{project.pk}/baselines/audit/").json()
+    # The masked image still counts for faces found, with the detector's own reading of it.
+    assert (audit["gap"]["light"]["k"], audit["gap"]["light"]["n"], audit["n_masked"]) == (6, 6, 0)
+    assert current_automatic(project, image)["face_found"] is True
+    report = audit["mask_validation"]
     (tone_1,) = [r for r in report["by_tone"] if r["tone"] == 1]
     assert tone_1["n_scored"] == 1 and tone_1["coverage"]["k"] == 1 and tone_1["within"]["n"] == 1
     assert tone_1["mean_error_ci_low"] is None  # one image: no interval, and none is invented

@@ -30,8 +30,9 @@ from ...models import ImageBaseline, Project
 
 #: Stored with every result: the colorimetry version plus this package's own
 #: (bump the suffix when the Django side changes a number, e.g. the silhouette
-#: handling or the decode used for it).
-BASELINE_CODE_VERSION = f"{ALGORITHM_VERSION}+django.1"
+#: handling or the decode used for it). django.2 (issue 21): a skin-masked image also records what the
+#: automatic detector would have read (``stats["automatic"]``), for the audit by labelled tone.
+BASELINE_CODE_VERSION = f"{ALGORITHM_VERSION}+django.2"
 
 FITZPATRICK_MAPPINGS = {
     mapping.name: mapping

@@ -68,9 +68,10 @@ def _tone_name(project: Project) -> str:
 def baseline_audit(project: Project) -> dict[str, Any]:
     """The audit of the project's current baseline by labelled tone (see the module docstring).
 
-    Images with a skin mask are left out of the detector's coverage (the detector did not choose their
-    pixels), and so are images without a current result or whose result failed (an unreadable file says
-    nothing about faces); each is counted.
+    An image with a skin mask counts with the automatic detector's own reading of it for the coverage
+    (recorded beside the mask's numbers) and with its masked numbers for ITA, L* and h*. Images without a
+    current result or whose result failed (an unreadable file says nothing about faces) are left out and
+    counted, as are masked images measured before the automatic reading was recorded (``n_masked``).
     """
     n_tones = project.scale.tones.count()
     human = _human_values(project, None)
@@ -79,7 +80,7 @@ def baseline_audit(project: Project) -> dict[str, Any]:
         baselines_current(project)
         .annotate(flags_text=Cast("flags", TextField()))
         .values_list("image_id", "status", "ita_median", "lightness_median", "stats__hue_angle", "flags_text",
-                     "parameters__mask_kind")
+                     "parameters__mask_kind", "stats__automatic__face_found")
     )  # fmt: skip
     where = _positions(human, [row[0] for row in rows])
     use = np.zeros(len(human), dtype=bool)
@@ -88,19 +89,23 @@ def baseline_audit(project: Project) -> dict[str, Any]:
     lightness: list[float | None] = [None] * len(human)
     hue: list[float | None] = [None] * len(human)
     n_masked = n_failed = 0
-    for (_image_id, status, ita_value, lightness_value, hue_value, flags_text, mask_kind), k in zip(
+    for (_image_id, status, ita_value, lightness_value, hue_value, flags_text, mask_kind, automatic_found), k in zip(
         rows, where.tolist(), strict=True
     ):
         if k < 0:
             continue
-        if mask_kind == "skin":
-            n_masked += 1
-            continue
         if status != ImageBaseline.Status.OK:
             n_failed += 1
             continue
+        if mask_kind == "skin":
+            # Its numbers are the mask's; whether the detector found the face is recorded beside them.
+            if automatic_found is None:  # measured before the automatic reading was recorded
+                n_masked += 1
+                continue
+            found[k] = bool(automatic_found)
+        else:
+            found[k] = "no_face" not in _flags(flags_text)
         use[k] = True
-        found[k] = "no_face" not in _flags(flags_text)
         ita[k], lightness[k] = ita_value, lightness_value
         hue[k] = None if hue_value is None else float(hue_value)
     keep = np.flatnonzero(use & (tones >= 1) & (tones <= n_tones))
