@@ -286,8 +286,10 @@ def test_storage_errors_are_raised_for_a_retry_and_recorded_on_the_last_attempt(
     def flaky(*args, **kwargs):
         raise OSError("NFS server not responding")
 
-    # Patched where it is called: the package only re-exports the service names.
+    # Patched where it is called: the package only re-exports the service names. A skin-masked image
+    # (this swatch) is decoded once for its masked and automatic readings (issue 21): decode_image.
     monkeypatch.setattr(baseline_measure, "measure_image", flaky)
+    monkeypatch.setattr(baseline_measure, "decode_image", flaky)
     ImageBaseline.objects.all().delete()
     with pytest.raises(OSError):
         svc.baseline_compute(image=image, parameters=parameters, final_attempt=False)
