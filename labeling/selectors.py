@@ -349,6 +349,29 @@ def baseline_comparison_cached(
     return cached(project, phase, exclude_flagged, with_points=with_points)
 
 
+def baseline_audit_cached(project: Project) -> dict[str, Any]:
+    """The baseline audited by labelled tone, with the latest mask sample's scores (issue 21)."""
+    from .services.baselines.validation import baseline_audit_cached as cached
+
+    return cached(project)
+
+
+def mask_sample_item(project: Project, item_id: Any):
+    """An item of one of ``project``'s mask samples, or 404 (``Http404``)."""
+    from django.http import Http404
+
+    from .models import MaskSampleItem
+
+    try:
+        number = int(item_id)
+    except (TypeError, ValueError):
+        raise Http404 from None
+    item = MaskSampleItem.objects.select_related("image", "sample").filter(pk=number, sample__project=project).first()
+    if item is None:
+        raise Http404("No such item in this project's mask samples.")
+    return item
+
+
 # --------------------------------------------------------------------------
 # Dataset releases (leads and reviewers)
 # --------------------------------------------------------------------------

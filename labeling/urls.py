@@ -66,6 +66,13 @@ urlpatterns = [
     path("projects/<int:pk>/baselines/", baselines.baselines_overview, name="baselines"),
     path("projects/<int:pk>/baselines/run/", baselines.baselines_run, name="baselines-run"),
     path("projects/<int:pk>/baselines/compare/", baselines.baselines_compare, name="baselines-compare"),
+    path("projects/<int:pk>/baselines/audit/", baselines.baselines_audit, name="baselines-audit"),
+    path("projects/<int:pk>/baselines/mask-sample/", baselines.baselines_mask_sample, name="baselines-mask-sample"),
+    path(
+        "projects/<int:pk>/baselines/mask-sample/items/<int:item_id>/",
+        baselines.baselines_mask_item,
+        name="baselines-mask-item",
+    ),
     path("projects/<int:pk>/baselines/plots/<slug:plot>.<slug:fmt>", baselines.baselines_plot, name="baselines-plot"),
     path("projects/<int:pk>/baselines/images/<int:image_id>/", baselines.baseline_image, name="baseline-image"),
     path("projects/<int:pk>/baselines/jobs/", baselines.baseline_jobs, name="baseline-jobs"),

@@ -70,7 +70,7 @@ VERBOSE = bool(os.environ.get("FAIRTONE_SCHEMA_VERBOSE"))
 
 
 def build_world() -> dict:
-    from labeling.models import EvaluationGate, EvaluationRun, ImageBaseline, Job, Subject
+    from labeling.models import EvaluationGate, EvaluationRun, ImageBaseline, Job, MaskSample, MaskSampleItem, Subject
     from labeling.services import baselines as baseline_services
     from labeling.services import releases as release_services
     from labeling.services.imports import import_files
@@ -138,7 +138,10 @@ def build_world() -> dict:
     # A subject of its own (one image outside the phase) for the erasure: it takes nothing the others need.
     subject = Subject.objects.create(project=project, external_id="schema-erase")
     make_image(project, colour=(9, 9, 9), subject=subject)
+    sample = MaskSample.objects.create(project=project, per_tone=1, seed=1, tone_definition="schema")
+    item = MaskSampleItem.objects.create(sample=sample, image=image, tone=3)
     named = {
+        "item_id": item.pk,
         "project_pk": project.pk,
         "version": release.version,
         "path": "images.csv",

@@ -12,6 +12,7 @@
 - ``releases``: dataset releases (versioned, immutable once published) and their images.
 - ``audit``: the append-only audit log of what leads and staff do.
 - ``erasure``: the record that a subject was erased on request.
+- ``validation``: tone-stratified samples of images given skin masks, to score the baseline (issue 21).
 """
 
 from .accounts import AccountOrigin, SigninFailure
@@ -25,6 +26,7 @@ from .projects import Membership, Project, ToneExample
 from .releases import Release, ReleaseImage, ReleaseImmutable
 from .review import ImageExclusion, PhaseReopening, ReviewDecision
 from .scales import Scale, Tone
+from .validation import MaskSample, MaskSampleItem
 
 __all__ = [
     "AccountOrigin",
@@ -38,6 +40,8 @@ __all__ = [
     "ImageExclusion",
     "ImportBatch",
     "ImportItem",
+    "MaskSample",
+    "MaskSampleItem",
     "Job",
     "Label",
     "LabelRevision",

@@ -41,19 +41,44 @@ def _mapping_info(parameters: dict[str, Any]):
     }
 
 
+#: The evaluation sets shown on the baselines page, in order, and what each is.
+EVALUATION_SETS = {
+    "development": "development (astronaut)",
+    "held_out": "held out",
+    "held_out_2": "second held-out set",
+    "camera": "second recolouring model",
+}
+#: The detectors compared on the page: the default, then the cascades (its fallback).
+EVALUATION_DETECTORS = ("landmarks_or_face", "face")
+
+
 def _detector_evaluation() -> dict[str, Any]:
-    """The stored per-tone figures of the face detector, development and held-out side by side."""
+    """The stored per-tone figures of the landmark model and the cascades, every set side by side."""
     figures = skin_detector_evaluation()
     sets = figures["sets"]
     rows = []
     for tone in range(1, 11):
-        row = {"tone": tone}
-        for name in ("development", "held_out", "held_out_2"):
-            for detector in ("face", "rules"):
+        cells = []
+        for name in EVALUATION_SETS:
+            for detector in EVALUATION_DETECTORS:
                 (found,) = [r for r in sets[name][detector] if r["tone"] == tone]
-                row[f"{name}_{detector}"] = found
-        rows.append(row)
-    return {**figures, "rows": rows}
+                cells.append({"set": name, "detector": detector, **found})
+        rows.append({"tone": tone, "cells": cells})
+    totals = []
+    for name, title in EVALUATION_SETS.items():
+        for detector in EVALUATION_DETECTORS:
+            tone_rows = sets[name][detector]
+            totals.append(
+                {
+                    "set": name,
+                    "title": title,
+                    "detector": detector,
+                    "cases": sum(r["cases"] for r in tone_rows),
+                    "measured": sum(r["measured"] for r in tone_rows),
+                    "within": sum(r["within"] for r in tone_rows),
+                }
+            )
+    return {**figures, "rows": rows, "totals": totals, "set_titles": EVALUATION_SETS}
 
 
 # --- pages ------------------------------------------------------------------------
@@ -115,6 +140,7 @@ def baselines_overview(request, pk: int):
             "skin_detectors": svc.SKIN_DETECTOR_CHOICES,
             "mapping": _mapping_info(parameters),
             "evaluation": _detector_evaluation(),
+            "audit": selectors.baseline_audit_cached(project),
             "jobs": project.jobs.filter(kind=Job.Kind.BASELINE)[:5],
         },
     )
@@ -317,3 +343,106 @@ def baseline_job_retry(request, pk: int, job_id: int):
         return redirect("baseline-job", pk=project.pk, job_id=job.pk)
     messages.success(request, f"Retrying the {new.total} failed images of run {job.pk} as run {new.pk}.")
     return redirect("baseline-job", pk=project.pk, job_id=new.pk)
+
+
+# --- the audit on the project's own photos and the mask sample (issue 21) --------------------------
+
+
+def _percent(share: dict[str, Any] | None) -> str:
+    """ "61% [48, 73] (37/61)" from a share with its interval; "—" without images."""
+    if not share or share.get("value") is None:
+        return "—"
+    return (
+        f"{round(100 * share['value'])}% [{round(100 * share['ci_low'])}, {round(100 * share['ci_high'])}] "
+        f"({share['k']}/{share['n']})"
+    )
+
+
+def _rho(result: dict[str, Any]) -> str:
+    if result.get("rho") is None:
+        return f"— (n = {result.get('n', 0)})"
+    if result.get("ci_low") is None:
+        return f"{result['rho']:.2f} (n = {result['n']})"
+    return f"{result['rho']:.2f} [{result['ci_low']:.2f}, {result['ci_high']:.2f}] (n = {result['n']})"
+
+
+@login_required
+@require_GET
+def baselines_audit(request, pk: int):
+    project, membership = page_project(request, pk, Membership.Role.LEAD, Membership.Role.REVIEWER)
+    audit = selectors.baseline_audit_cached(project)
+    for row in audit["by_tone"]:
+        row["coverage_text"] = _percent(row["coverage"])
+    for band in audit["by_band"]:
+        band["coverage_text"] = _percent(band["coverage"])
+        band["rho_text"] = _rho(band["rank_agreement"])
+    validation = audit["mask_validation"]
+    if validation:
+        for row in validation["by_tone"]:
+            row["coverage_text"] = _percent(row["coverage"])
+            row["within_text"] = _percent(row["within"])
+    is_lead = request.user.is_superuser or (membership is not None and membership.role == Membership.Role.LEAD)
+    return render(
+        request,
+        "labeling/baselines_audit.html",
+        {
+            "project": project,
+            "tab": "audit",
+            "audit": audit,
+            "gap": audit["gap"],
+            "gap_light": _percent(audit["gap"]["light"]),
+            "gap_deep": _percent(audit["gap"]["deep"]),
+            "rho_all": _rho(audit["rank_agreement"]),
+            "validation": validation,
+            "is_lead": is_lead,
+            "default_per_tone": svc.DEFAULT_PER_TONE,
+            "max_per_tone": svc.MAX_PER_TONE,
+        },
+    )
+
+
+@login_required
+@require_POST
+def baselines_mask_sample(request, pk: int):
+    project = _lead_project(request, pk)
+    try:
+        sample = svc.mask_sample_propose(
+            project=project,
+            user=request.user,
+            per_tone=request.POST.get("per_tone", svc.DEFAULT_PER_TONE),
+            seed=request.POST.get("seed") or None,
+        )
+    except ValidationError as exc:
+        messages.error(request, f"No sample was drawn: {error_text(exc)}")
+        return redirect("baselines-audit", pk=project.pk)
+    messages.success(
+        request,
+        f"Mask sample {sample.pk}: {sample.items.count()} images, up to {sample.per_tone} per labelled tone "
+        f"(seed {sample.seed}). Draw a skin polygon on each, or import their skin masks.",
+    )
+    return redirect("baselines-audit", pk=project.pk)
+
+
+@login_required
+@require_GET
+def baselines_mask_item(request, pk: int, item_id: int):
+    project = _lead_project(request, pk)
+    item = selectors.mask_sample_item(project, item_id)
+    items = list(item.sample.items.order_by("tone", "id").values_list("id", flat=True))
+    position = items.index(item.pk)
+    return render(
+        request,
+        "labeling/baselines_mask.html",
+        {
+            "project": project,
+            "tab": "audit",
+            "item": item,
+            "image": item.image,
+            "polygon_json": item.polygon or [],
+            "has_silhouette": bool(item.image.mask) and item.image.mask_kind != "skin",
+            "previous_id": items[position - 1] if position > 0 else None,
+            "next_id": items[position + 1] if position + 1 < len(items) else None,
+            "position": position + 1,
+            "n_items": len(items),
+        },
+    )

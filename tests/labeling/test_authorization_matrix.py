@@ -32,7 +32,17 @@ from django.shortcuts import resolve_url
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from labeling.models import EvaluationGate, EvaluationRun, Image, ImageBaseline, Job, Membership, Subject
+from labeling.models import (
+    EvaluationGate,
+    EvaluationRun,
+    Image,
+    ImageBaseline,
+    Job,
+    MaskSample,
+    MaskSampleItem,
+    Membership,
+    Subject,
+)
 from labeling.services import baselines as baseline_services
 from labeling.services import releases as release_services
 from labeling.services.imports import import_files
@@ -135,6 +145,17 @@ EXPECTED: dict[tuple[str, str], str] = {
     ("/projects/{pk}/jobs/{job_id}/retry/", "POST"): "login 404 404 404 redirect 404 404 redirect",
     ("/baselines/{pk}/overlay.png", "GET"): "login 404 404 404 ok 404 404 ok",
     ("/baselines/{pk}/overlay.png", "POST"): "login 405 405 405 405 405 405 405",
+    # Issue 21: the audit by labelled tone, read by the lead and the fairness reviewer; the mask sample is the lead's.
+    ("/api/projects/{pk}/baselines/audit/", "GET"): "401 404 404 ok ok 404 404 ok",
+    ("/api/projects/{pk}/baselines/mask-sample/", "POST"): "401 404 404 404 ok 404 404 ok",
+    ("/api/projects/{pk}/baselines/mask-sample/latest/", "GET"): "401 404 404 ok ok 404 404 ok",
+    ("/api/projects/{pk}/baselines/mask-sample/items/{item_id}/polygon/", "POST"): "401 404 404 404 bad 404 404 bad",
+    ("/projects/{pk}/baselines/audit/", "GET"): "login 404 404 ok ok 404 404 ok",
+    ("/projects/{pk}/baselines/audit/", "POST"): "login 405 405 405 405 405 405 405",
+    ("/projects/{pk}/baselines/mask-sample/", "GET"): "login 405 405 405 405 405 405 405",
+    ("/projects/{pk}/baselines/mask-sample/", "POST"): "login 404 404 404 redirect 404 404 redirect",
+    ("/projects/{pk}/baselines/mask-sample/items/{item_id}/", "GET"): "login 404 404 404 ok 404 404 ok",
+    ("/projects/{pk}/baselines/mask-sample/items/{item_id}/", "POST"): "login 405 405 405 405 405 405 405",
     ("/api/projects/{pk}/baselines/", "GET"): "401 404 404 404 ok 404 404 ok",
     ("/api/projects/{pk}/baselines/run/", "POST"): "401 404 404 404 ok 404 404 ok",
     ("/api/projects/{pk}/baselines/comparison/", "GET"): "401 404 404 404 ok 404 404 ok",
@@ -352,6 +373,8 @@ def build_world() -> dict:
         project=project, release=release, name="model A", status=EvaluationRun.Status.DONE, report={"summary": []}
     )
     gate = EvaluationGate.objects.create(project=project, name="strict", rules={"fail_on": ["significant"]})
+    sample = MaskSample.objects.create(project=project, per_tone=1, seed=1, tone_definition="matrix")
+    item = MaskSampleItem.objects.create(sample=sample, image=image, tone=3)
     subject = Subject.objects.create(project=project, external_id="matrix-subject")
     Image.objects.filter(pk=image.pk).update(subject=subject)
     by_segment = {
@@ -382,6 +405,7 @@ def build_world() -> dict:
         "uidb64": "MQ",
         "token": "not-a-token",
         "external_id": subject.external_id,
+        "item_id": item.pk,
     }
     return {"users": users, "by_segment": by_segment, "values": values}
 

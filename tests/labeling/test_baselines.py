@@ -145,7 +145,7 @@ def test_new_image_gets_its_baseline_after_import_measured_on_the_face(project):
     assert row.flags == []
     assert row.stats["skin_source"] == "face" and row.stats["n_faces"] >= 1
     assert row.stats["fitzpatrick"] == colorimetry.fitzpatrick_from_ita(row.ita_median)
-    assert row.parameters["skin_detector"].startswith("opencv_haar_frontalface")
+    assert row.parameters["skin_detector"].startswith("mediapipe_blazeface")  # the landmark model (issue 21)
     # The overlay: a PNG at the image's size; the measured skin (transparent or outlined) is on the face.
     with row.overlay.open("rb") as handle:
         overlay = PILImage.open(handle)
@@ -286,8 +286,10 @@ def test_storage_errors_are_raised_for_a_retry_and_recorded_on_the_last_attempt(
     def flaky(*args, **kwargs):
         raise OSError("NFS server not responding")
 
-    # Patched where it is called: the package only re-exports the service names.
+    # Patched where it is called: the package only re-exports the service names. A skin-masked image
+    # (this swatch) is decoded once for its masked and automatic readings (issue 21): decode_image.
     monkeypatch.setattr(baseline_measure, "measure_image", flaky)
+    monkeypatch.setattr(baseline_measure, "decode_image", flaky)
     ImageBaseline.objects.all().delete()
     with pytest.raises(OSError):
         svc.baseline_compute(image=image, parameters=parameters, final_attempt=False)
@@ -544,7 +546,9 @@ def test_baselines_page_shows_the_detector_figures_per_tone(project):
     rows = section.split("<tbody>")[1].split("</tbody>")[0].split("</tr>")[:-1]
     assert len(rows) == 10
     for tone, row in enumerate(rows, start=1):
-        (development,) = [r for r in figures["sets"]["development"]["face"] if r["tone"] == tone]
+        (development,) = [
+            r for r in figures["sets"]["development"][colorimetry.DEFAULT_SKIN_DETECTOR] if r["tone"] == tone
+        ]
         assert f"<td>{tone}</td>" in row
         assert f"{development['within']}/{development['cases']}" in row
 

@@ -62,8 +62,11 @@ class ProjectDashboardViewSet(viewsets.GenericViewSet):
     filter_backends = []
 
     def get_object(self) -> Project:
+        return self._project(Membership.Role.LEAD)
+
+    def _project(self, *roles: str) -> Project:
         project = super().get_object()
-        selectors.project_access(self.request.user, project, Membership.Role.LEAD, hide_from_other_roles=True)
+        selectors.project_access(self.request.user, project, *roles, hide_from_other_roles=True)
         return project
 
     # --- consensus ----------------------------------------------------------------
@@ -241,3 +244,123 @@ class ProjectDashboardViewSet(viewsets.GenericViewSet):
             raise ValidationError({"exclude_flagged": "1 (leave flagged images out, the default) or 0."})
         exclude_flagged = raw in ("1", "true")
         return Response(selectors.baseline_comparison_cached(project, phase, exclude_flagged))
+
+    # --- the baseline audited on the project's own photos (issue 21) ---------------------------------
+
+    @extend_schema(
+        responses={200: OpenApiTypes.OBJECT},
+        description=(
+            "The automatic baseline audited on this project's labelled images: per labelled (consensus) tone "
+            "the share of images in which the detector found a face (`coverage`: `k`, `n`, `value`, Wilson "
+            "`ci_low` / `ci_high`), ITA, L* and hue angle h* (median, quartiles), Spearman's rho of the labels "
+            "against ITA across every image and within the light, middle and deep bands (bootstrap interval), "
+            "and `gap`: the light band's coverage minus the deep band's with Newcombe's interval and Fisher's "
+            "test; `warning` is true when the interval lies above 0 (the deepest tones' faces are found less "
+            "often beyond chance), null when a band has no image. `sentence` says it in words. "
+            "`mask_validation`: the latest tone-stratified mask sample's ITA errors per tone, or null. "
+            "The project's leads and fairness reviewers only."
+        ),
+    )
+    @action(detail=True, methods=["get"], url_path="baselines/audit", url_name="baselines-audit")
+    def baselines_audit(self, request, pk=None):
+        """The baseline's coverage, ITA and rank agreement per labelled tone, and the coverage gap."""
+        project = self._project(Membership.Role.LEAD, Membership.Role.REVIEWER)
+        return Response(selectors.baseline_audit_cached(project))
+
+    @extend_schema(
+        request={
+            "application/json": {
+                "type": "object",
+                "properties": {
+                    "per_tone": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": baseline_services.MAX_PER_TONE,
+                        "description": f"Images per labelled tone (default {baseline_services.DEFAULT_PER_TONE}).",
+                    },
+                    "seed": {
+                        "type": "integer",
+                        "minimum": 0,
+                        "maximum": 2**31 - 1,
+                        "nullable": True,
+                        "description": "Seed of the draw (default: a random one, recorded).",
+                    },
+                },
+                "additionalProperties": False,
+            }
+        },
+        responses={201: OpenApiTypes.OBJECT},
+    )
+    @action(detail=True, methods=["post"], url_path="baselines/mask-sample", url_name="baselines-mask-sample")
+    def baselines_mask_sample(self, request, pk=None):
+        """Draw a sample stratified by labelled tone for skin masks (leads): 201 with its report."""
+        project = self.get_object()
+        data = request.data if isinstance(request.data, dict) else None
+        if data is None:
+            raise ValidationError({"detail": "Send a JSON object."})
+        unknown = set(data) - {"per_tone", "seed"}
+        if unknown:
+            raise ValidationError({k[:60]: "Unknown field (use per_tone, seed)." for k in sorted(unknown)})
+        sample = baseline_services.mask_sample_propose(
+            project=project,
+            user=request.user,
+            per_tone=data.get("per_tone", baseline_services.DEFAULT_PER_TONE),
+            seed=data.get("seed"),
+        )
+        return Response(baseline_services.mask_sample_report(sample), status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @action(
+        detail=True,
+        methods=["get"],
+        url_path="baselines/mask-sample/latest",
+        url_name="baselines-mask-sample-latest",
+    )
+    def baselines_mask_sample_latest(self, request, pk=None):
+        """The latest mask sample's items and per-tone ITA errors against the masks (leads, reviewers)."""
+        project = self._project(Membership.Role.LEAD, Membership.Role.REVIEWER)
+        sample = project.mask_samples.first()
+        if sample is None:
+            raise NotFound("No mask sample yet: a lead draws one (POST baselines/mask-sample/).")
+        return Response(baseline_services.mask_sample_report(sample))
+
+    @extend_schema(
+        request={
+            "application/json": {
+                "type": "object",
+                "properties": {
+                    "points": {
+                        "type": "array",
+                        "minItems": 3,
+                        "maxItems": 2000,
+                        "items": {
+                            "type": "array",
+                            "minItems": 2,
+                            "maxItems": 2,
+                            "items": {"type": "number", "minimum": 0, "maximum": 1},
+                        },
+                        "description": "The polygon's vertices as fractions of the image's width and height.",
+                    }
+                },
+                "required": ["points"],
+                "additionalProperties": False,
+            }
+        },
+        responses={200: OpenApiTypes.OBJECT},
+    )
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path=r"baselines/mask-sample/items/(?P<item_id>[0-9]{1,18})/polygon",
+        url_name="baselines-mask-polygon",
+    )
+    def baselines_mask_polygon(self, request, pk=None, item_id=None):
+        """Store a skin polygon drawn for a sample's image as its skin mask, and score it (leads)."""
+        project = self.get_object()
+        item = selectors.mask_sample_item(project, item_id)
+        data = request.data if isinstance(request.data, dict) else None
+        if data is None or set(data) != {"points"}:
+            raise ValidationError({"points": 'Send {"points": [[x, y], ...]}.'})
+        item = baseline_services.mask_sample_polygon_save(item=item, points=data["points"], user=request.user)
+        (row,) = [i for i in baseline_services.mask_sample_report(item.sample)["items"] if i["id"] == item.pk]
+        return Response(row)

@@ -20,7 +20,8 @@ validation, the effective set and its hash, the current results), ``measure``
 image counted once on its run's ``Job``), ``storage`` (one image's result row and
 overlay: :func:`baseline_compute`), ``runs`` (starting, preparing, batching,
 abandoning and retrying runs; the baseline of a new image), ``comparison`` (counts
-per flag and class, the comparison with human labels). Callers import the names
+per flag and class, the comparison with human labels), ``validation`` (the audit by
+labelled tone, the tone-stratified mask sample and its scores; issue 21). Callers import the names
 below from ``labeling.services.baselines``.
 """
 
@@ -64,6 +65,17 @@ from .runs import (
     baseline_run_start,
 )
 from .storage import baseline_compute
+from .validation import (
+    DEFAULT_PER_TONE,
+    MAX_PER_TONE,
+    baseline_audit,
+    baseline_audit_cached,
+    mask_sample_item_score,
+    mask_sample_polygon_save,
+    mask_sample_propose,
+    mask_sample_report,
+    mask_sample_rescore,
+)
 
 __all__ = [
     "BASELINE_BATCH_SIZE",
@@ -75,6 +87,8 @@ __all__ = [
     "BOOTSTRAP_SEED",
     "COMPARISON_MEASURES",
     "DEFAULT_PARAMETERS",
+    "DEFAULT_PER_TONE",
+    "MAX_PER_TONE",
     "DISAGREEMENT_LIMIT",
     "FITZPATRICK_MAPPINGS",
     "FLAG_NAMES",
@@ -84,6 +98,8 @@ __all__ = [
     "OVERLAY_MAX_SIDE",
     "PARAMETER_SPECS",
     "SKIN_DETECTOR_CHOICES",
+    "baseline_audit",
+    "baseline_audit_cached",
     "baseline_comparison",
     "baseline_correlations",
     "baseline_compute",
@@ -100,4 +116,9 @@ __all__ = [
     "baseline_run_start",
     "baseline_summary",
     "baselines_current",
+    "mask_sample_item_score",
+    "mask_sample_polygon_save",
+    "mask_sample_propose",
+    "mask_sample_report",
+    "mask_sample_rescore",
 ]

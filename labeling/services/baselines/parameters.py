@@ -30,8 +30,9 @@ from ...models import ImageBaseline, Project
 
 #: Stored with every result: the colorimetry version plus this package's own
 #: (bump the suffix when the Django side changes a number, e.g. the silhouette
-#: handling or the decode used for it).
-BASELINE_CODE_VERSION = f"{ALGORITHM_VERSION}+django.1"
+#: handling or the decode used for it). django.2 (issue 21): a skin-masked image also records what the
+#: automatic detector would have read (``stats["automatic"]``), for the audit by labelled tone.
+BASELINE_CODE_VERSION = f"{ALGORITHM_VERSION}+django.2"
 
 FITZPATRICK_MAPPINGS = {
     mapping.name: mapping
@@ -99,7 +100,9 @@ DEFAULT_PARAMETERS: dict[str, Any] = {
 }
 #: What each ``skin_detector`` choice means, for people.
 SKIN_DETECTOR_CHOICES = {
-    "face": "face: cheeks and forehead of the detected face (no face: no number)",
+    "landmarks_or_face": "landmark model (MediaPipe BlazeFace + Face Mesh), else the cascades (no face: no number)",
+    "landmarks": "landmark model only (no face: no number)",
+    "face": "OpenCV cascades only: cheeks and forehead of the face box (no face: no number)",
     "face_or_rules": "face, else the colour rules (labelled fallback)",
     "rules": "colour rules only (Chai & Ngan + Kovac; misses light and deep tones)",
 }

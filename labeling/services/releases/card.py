@@ -518,6 +518,31 @@ def _labels_vs_ita(facts: dict) -> list[Block]:
     flagged = [f"{row['name']}: {row['n']}" for row in b["flags"] if row["n"]]
     if flagged:
         blocks.append(_p("Quality flags: " + "; ".join(flagged) + "."))
+    audit = v.get("coverage_audit")  # cards written before issue 21 have none
+    if audit:
+        gap = audit["gap"]
+        spans = {
+            b["band"]: f"{audit['tone_name']} {b['first_tone']}"
+            + (f"-{b['last_tone']}" if b["last_tone"] != b["first_tone"] else "")
+            for b in audit["bands"]
+        }
+        found = [
+            f"{_prop(audit[name])} of {spans[name]} images" if audit[name] else f"no {spans[name]} images"
+            for name in ("deep", "light")
+        ]
+        text = (
+            f"Faces found by labelled tone: the automatic baseline found a face in {found[0]} and {found[1]} "
+            f"({audit['skin_detector']})."
+        )
+        if audit["warning"]:
+            text += (
+                f" Warning: the gap ({gap['difference']:.2f}, 95% CI {gap['ci_low']:.2f} to {gap['ci_high']:.2f}, "
+                "Newcombe) is beyond chance: the deepest tones' faces are found less often, and their ITA is missing "
+                "more often."
+            )
+        elif audit["warning"] is None:
+            text += f" No test: {gap['reason']}."
+        blocks.append(_p(text))
     return blocks
 
 

@@ -24,7 +24,7 @@ from django.db.models import Count
 from metrics.intervals import wilson_interval
 
 from ...models import Assignment, Image, Label, LabelRevision, Membership, Phase, Project, Reflection, Subject
-from ..baselines import FLAG_NAMES, baseline_correlations, baseline_summary
+from ..baselines import FLAG_NAMES, baseline_audit, baseline_correlations, baseline_summary
 from ..consensus import MIN_IMAGES, UNDER_REPRESENTED, test_retest_compute
 from ..consensus.numbers import (
     MAX_COEFFICIENT_WIDTH,
@@ -105,6 +105,10 @@ FIELD_MEANINGS: dict[str, dict[str, str]] = {
         "ita": "Individual typology angle in degrees (median over the skin pixels, CIELAB D65/2°); "
         "exposure-dependent; empty without a current baseline that computed.",
         "ita_class": "Chardon / Del Bino class of ita (very light ... dark); not a Fitzpatrick type.",
+        "lightness": "CIELAB L* (median over the same skin pixels as ita): ITA squeezes both ends of the scale "
+        "(MST 1-4 are all 'very light', 8-10 all 'dark'); L* and hue_angle separate them (Thong et al. 2023).",
+        "hue_angle": "CIELAB hue angle h* in degrees, atan2(median b*, median a*) over the skin pixels "
+        "(Thong et al. 2023: skin hue from red to yellow, beside L*).",
         "apparent_albedo": "Mean relative luminance Y of the skin pixels: an apparent albedo, not the skin's albedo.",
         "apparent_albedo_normalized": "apparent_albedo divided by the image's white estimate.",
         "baseline_flags": "Quality flags of the colorimetric baseline ("
@@ -751,10 +755,33 @@ def _correlation(result: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _coverage_audit(project: Project) -> dict[str, Any]:
+    """The automatic baseline's faces found by labelled tone, light band against deep band (issue 21)."""
+    audit = baseline_audit(project)
+    shares = {
+        name: proportion(audit["gap"][name]["k"], audit["gap"][name]["n"]) if audit["gap"][name]["n"] else None
+        for name in ("light", "deep")
+    }
+    return {
+        "sentence": audit["sentence"],
+        "tone_name": audit["tone_name"],
+        "light": shares["light"],
+        "deep": shares["deep"],
+        "warning": audit["warning"],
+        "gap": audit["gap"],
+        "bands": [{k: band[k] for k in ("band", "first_tone", "last_tone", "coverage")} for band in audit["by_band"]],
+        "tone_definition": audit["tone_definition"],
+        "skin_detector": audit["skin_detector"],
+        "n_images": audit["n_images"],
+        "n_masked": audit["n_masked"],
+    }
+
+
 def _labels_vs_ita(project: Project) -> dict[str, Any]:
     comparison = baseline_correlations(project=project)
     summary = baseline_summary(project)
     return {
+        "coverage_audit": _coverage_audit(project),
         "label_definition": comparison["label_definition"] + " (all phases)",
         "expected_sign": "negative: a deeper tone (higher label) has a lower ITA",
         "method": "Spearman's rank correlation with a bootstrap interval over images (above 5,000 images: "

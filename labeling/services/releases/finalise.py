@@ -335,6 +335,8 @@ BASELINE_FIELDS = (
     "status",
     "ita_median",
     "ita_class",
+    "lightness_median",
+    "stats__hue_angle",
     "albedo",
     "albedo_normalized",
     "flags",

@@ -50,6 +50,8 @@ FINAL_COLUMNS: list[tuple[str, pa.DataType]] = [
 BASELINE_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("ita", pa.float64()),
     ("ita_class", pa.string()),
+    ("lightness", pa.float64()),
+    ("hue_angle", pa.float64()),
     ("apparent_albedo", pa.float64()),
     ("apparent_albedo_normalized", pa.float64()),
     ("baseline_flags", pa.list_(pa.string())),
@@ -222,6 +224,8 @@ def image_table(
 
     columns["ita"] = baseline("ita_median")
     columns["ita_class"] = [c or None for c in baseline("ita_class")]
+    columns["lightness"] = baseline("lightness_median")
+    columns["hue_angle"] = [None if h is None else float(h) for h in baseline("stats__hue_angle")]
     columns["apparent_albedo"] = baseline("albedo")
     columns["apparent_albedo_normalized"] = baseline("albedo_normalized")
     columns["baseline_flags"] = [list(_json(b[fields["flags"]]) or []) if b is not None else None for b in baselines]

@@ -1,0 +1,67 @@
+"""The same photo at 512 px, 2 MP and 12 MP, fast and full decode: how far apart its ITA readings are.
+
+Run: ``python bench/bench_resolution.py``.
+
+Each evaluation portrait (scikit-image's astronaut, Matplotlib's Grace Hopper) recoloured to each Monk
+tone is enlarged (Lanczos) to a 12 MP master, exported at 2 MP and 512 px from it (Lanczos), and each
+file stored as a JPEG (quality 92, Pillow's default 4:2:0 chroma). Every file is measured through the
+fast decode path (``DEFAULT_MAX_PIXELS``: libjpeg's DCT scaling) and, above 512 px, a full decode, with
+the default detector (the landmark model) and the cascades. Printed per case: the spread (largest minus
+smallest ITA) of the five readings, and the readings; then how many cases are within 1 degree.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+from PIL import Image
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from colorimetry import measure_image  # noqa: E402
+from tests.colorimetry import skin_evaluation_set as evaluation  # noqa: E402
+
+SIDES = {"512 px": 512, "2 MP": 1414, "12 MP": 3464}
+FULL = 13_000_000
+
+
+def readings(portrait, tone: int, detector: str) -> dict[str, float | None]:
+    base = Image.fromarray(evaluation.recoloured(portrait, tone))
+    master = base.resize((round(base.width * 3464 / 512), round(base.height * 3464 / 512)), Image.Resampling.LANCZOS)
+    out: dict[str, float | None] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, side in SIDES.items():
+            path = Path(tmp) / f"{side}.jpg"
+            image = master if side == 3464 else master.resize(
+                (side, round(master.height * side / master.width)), Image.Resampling.LANCZOS
+            )  # fmt: skip
+            image.save(path, quality=92)
+            out[f"{name} fast"] = measure_image(path, skin_detector=detector)["ita_median"]
+            if side != 512:
+                out[f"{name} full"] = measure_image(path, max_pixels=FULL, skin_detector=detector)["ita_median"]
+    return out
+
+
+def main() -> None:
+    for detector in ("landmarks_or_face", "face"):
+        within = total = 0
+        print(f"\n{detector}: portrait, tone, readings found, spread (degrees), readings")
+        for portrait in (evaluation.astronaut(), evaluation.grace_hopper()):
+            for tone in range(1, 11):
+                values = readings(portrait, tone, detector)
+                found = [v for v in values.values() if v is not None]
+                spread = max(found) - min(found) if found else None
+                total += 1
+                within += bool(spread is not None and len(found) == len(values) and spread <= 1.0)
+                shown = ", ".join(f"{k} {'-' if v is None else f'{v:.2f}'}" for k, v in values.items())
+                print(
+                    f"  {portrait.name:12} {tone:>2}  {len(found)}/{len(values)}  {spread if spread is None else round(spread, 2)!s:>5}  {shown}"
+                )
+        print(f"{detector}: {within}/{total} cases with every reading found and within 1 degree")
+
+
+if __name__ == "__main__":
+    main()

