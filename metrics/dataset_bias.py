@@ -12,6 +12,10 @@ IJCAI-ECAI 2022) and the authors' reference code (``irisdominguez/Dataset-Bias-M
 - ID and OD, model bias: per-class recall disparity across groups relative to the best group.
 
 Natural logarithms throughout (the normalised scores do not depend on the base).
+
+One axis convention for every table here: **rows are demographic groups, columns are classes**
+(``contingency[g, c]`` for NMI/NPMI, ``recall[g, c]`` for ID/OD). The seed authors' code indexes recall
+as ``[class, group]``; ID and OD here take the transpose of that, as the contingency tables are laid out.
 """
 
 from __future__ import annotations
@@ -183,20 +187,21 @@ def npmi(contingency: ArrayLike) -> np.ndarray:
 
 
 def _recall_matrix(recall: ArrayLike) -> np.ndarray:
+    """``recall[g, c]`` (rows groups, columns classes) checked, returned as ``[class, group]``."""
     matrix = np.asarray(recall, dtype=float)
     if matrix.ndim != 2:
-        raise ValueError("recall must be a 2-D array: recall[c, g] for class c and group g")
-    if matrix.shape[1] < 2:
-        raise ValueError("ID/OD need at least two demographic groups (columns)")
+        raise ValueError("recall must be a 2-D array: recall[g, c] for group g (rows) and class c (columns)")
+    if matrix.shape[0] < 2:
+        raise ValueError("ID/OD need at least two demographic groups (rows)")
     if np.any(np.isnan(matrix)):
         bad = [tuple(int(i) for i in idx) for idx in np.argwhere(np.isnan(matrix))]
         raise ValueError(
-            f"recall is undefined (NaN) at (class, group) {bad}: a group has no samples of that "
+            f"recall is undefined (NaN) at (group, class) {bad}: a group has no samples of that "
             "class. Drop the group or the class, or measure it, before computing ID/OD"
         )
     if np.any((matrix < 0) | (matrix > 1)):
         raise ValueError("recall values must lie in [0, 1]")
-    return matrix
+    return matrix.T
 
 
 def intraclass_disparity(recall: ArrayLike) -> np.ndarray:
@@ -208,10 +213,10 @@ def intraclass_disparity(recall: ArrayLike) -> np.ndarray:
 
     Parameters
     ----------
-    recall : array_like, shape (n_classes, n_groups)
-        ``recall[c, g]`` is the recall of class ``c`` measured on group ``g``. NaN entries
-        (a group without samples of a class) are rejected with a ``ValueError`` naming them:
-        the seed does not define ID for them.
+    recall : array_like, shape (n_groups, n_classes)
+        ``recall[g, c]`` is the recall of class ``c`` measured on group ``g`` (rows groups, as in
+        the contingency tables of :func:`nmi`). NaN entries (a group without samples of a class) are
+        rejected with a ``ValueError`` naming them: the seed does not define ID for them.
 
     Returns
     -------
@@ -220,7 +225,9 @@ def intraclass_disparity(recall: ArrayLike) -> np.ndarray:
 
     Examples
     --------
-    >>> intraclass_disparity([[0.8, 0.4, 0.8], [0.5, 0.5, 0.0], [0.0, 0.0, 0.0]])
+    Three groups (rows) and three classes (columns):
+
+    >>> intraclass_disparity([[0.8, 0.5, 0.0], [0.4, 0.5, 0.0], [0.8, 0.0, 0.0]])
     array([0.25, 0.5 , 0.  ])
     """
     matrix = _recall_matrix(recall)
@@ -238,8 +245,8 @@ def overall_disparity(recall: ArrayLike) -> float:
 
     Parameters
     ----------
-    recall : array_like, shape (n_classes, n_groups)
-        ``recall[c, g]`` is the recall of class ``c`` measured on group ``g``.
+    recall : array_like, shape (n_groups, n_classes)
+        ``recall[g, c]`` is the recall of class ``c`` measured on group ``g``.
 
     Returns
     -------
@@ -248,7 +255,7 @@ def overall_disparity(recall: ArrayLike) -> float:
 
     Examples
     --------
-    >>> overall_disparity([[0.8, 0.4, 0.8], [0.5, 0.5, 0.0], [0.0, 0.0, 0.0]])
+    >>> overall_disparity([[0.8, 0.5, 0.0], [0.4, 0.5, 0.0], [0.8, 0.0, 0.0]])
     0.25
     """
     return float(np.mean(intraclass_disparity(recall)))

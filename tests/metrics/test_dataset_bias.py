@@ -153,20 +153,21 @@ def test_npmi_conventions_for_empty_cells_and_empty_groups():
 
 
 def _od_authors(recall):
-    """Seed 003 authors' od() (fer/metrics.py), in NumPy."""
+    """Seed 003 authors' od() (fer/metrics.py), in NumPy: their recall is [class, group]."""
     return ((1 - recall / recall.max(axis=1)[:, None]).sum(axis=1) / (recall.shape[1] - 1)).mean()
 
 
 def test_id_bounds_from_the_seed():
-    assert intraclass_disparity([[0.7, 0.7, 0.7]])[0] == 0.0
-    assert intraclass_disparity([[0.0, 0.9, 0.0, 0.0]])[0] == pytest.approx(1.0)
-    assert intraclass_disparity([[0.0, 0.0]])[0] == 0.0  # convention when the max is 0
+    # One class (column), groups as rows.
+    assert intraclass_disparity([[0.7], [0.7], [0.7]])[0] == 0.0
+    assert intraclass_disparity([[0.0], [0.9], [0.0], [0.0]])[0] == pytest.approx(1.0)
+    assert intraclass_disparity([[0.0], [0.0]])[0] == 0.0  # convention when the max is 0
 
 
 def test_id_worked_example():
     # Class 0: best 0.8, relative [1, 0.5, 1] -> (0 + 0.5 + 0) / 2 = 0.25.
     # Class 1: best 0.6, relative [0.5, 1, 0] -> (0.5 + 0 + 1) / 2 = 0.75.
-    recall = [[0.8, 0.4, 0.8], [0.3, 0.6, 0.0]]
+    recall = np.array([[0.8, 0.4, 0.8], [0.3, 0.6, 0.0]]).T  # rows: the three groups
     np.testing.assert_allclose(intraclass_disparity(recall), [0.25, 0.75])
     assert overall_disparity(recall) == pytest.approx(0.5)
 
@@ -181,19 +182,20 @@ def test_id_worked_example():
     st.randoms(use_true_random=False),
 )
 def test_od_matches_authors_code_bounds_and_group_order(recall, rnd):
-    value = overall_disparity(recall)
+    # ``recall`` is drawn as the authors lay it out, [class, group]; ours takes [group, class].
+    value = overall_disparity(recall.T)
     assert value == pytest.approx(_od_authors(recall), abs=1e-12)
     assert 0.0 <= value <= 1.0
-    columns = list(range(recall.shape[1]))
-    rnd.shuffle(columns)
-    assert overall_disparity(recall[:, columns]) == pytest.approx(value, abs=1e-12)
+    groups = list(range(recall.shape[1]))
+    rnd.shuffle(groups)
+    assert overall_disparity(recall.T[groups]) == pytest.approx(value, abs=1e-12)
 
 
 def test_id_rejects_undefined_recall_naming_the_cell():
-    with pytest.raises(ValueError, match=r"\(0, 1\)"):
-        intraclass_disparity([[0.5, np.nan], [0.4, 0.3]])
+    with pytest.raises(ValueError, match=r"\(1, 0\)"):
+        intraclass_disparity([[0.5, 0.4], [np.nan, 0.3]])
 
 
 def test_id_needs_two_groups():
     with pytest.raises(ValueError, match="two"):
-        overall_disparity([[0.5], [0.4]])
+        overall_disparity([[0.5, 0.4]])
