@@ -44,7 +44,8 @@ class ReportInputError(Exception):
 class ReportOptions:
     """Options of the report (the command-line flags)."""
 
-    #: Files (CSV, JSON Lines, Parquet) or DataFrames already in memory (one table may serve as both).
+    #: Files (CSV, JSON Lines, Parquet) or DataFrames already in memory; the same DataFrame as both is one
+    #: table read once (the web app's joined samples, simulations).
     attributes: Path
     predictions: Path
     out: Path
@@ -179,7 +180,9 @@ def load_table(path: Path, id_column: str):
 
 def _join(options: ReportOptions):
     attributes = load_table(options.attributes, options.on)
-    predictions = load_table(options.predictions, options.on)
+    # One table in memory for both (the web app's joined samples): read once, never joined with itself.
+    single = options.predictions is options.attributes
+    predictions = attributes if single else load_table(options.predictions, options.on)
     problems = []
     wanted_attributes = (
         [
@@ -254,11 +257,15 @@ def _join(options: ReportOptions):
             )
         raise ReportInputError(problems)
 
-    merged = predictions[[options.on, options.error]].merge(
-        attributes[[options.on, *dict.fromkeys(wanted_attributes)]],
-        on=options.on,
-        how="inner",
-    )
+    columns = [options.on, options.error, *dict.fromkeys(c for c in wanted_attributes if c != options.error)]
+    if single:
+        merged = attributes[columns].reset_index(drop=True)
+    else:
+        merged = predictions[[options.on, options.error]].merge(
+            attributes[[options.on, *dict.fromkeys(wanted_attributes)]],
+            on=options.on,
+            how="inner",
+        )
     import pandas as pd
 
     # The error must be there for every row; an attribute may be missing on some rows, which are then
