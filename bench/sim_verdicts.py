@@ -380,6 +380,7 @@ def main(argv=None) -> int:
     designs = HELD_OUT if args.held_out else DEVELOPMENT
     designs = [d for d in designs if args.only.lower() in d.name.lower()]
     failures = []
+    pooled = {key: [0, 0] for key in (*(f"{a}_significant" for a in ATTRIBUTES), "grid_significant")}
     for i, design in enumerate(designs):
         runs = args.null_runs if design.null else args.runs
         result = run_design(design, runs, seed=1000 + i + (500 if args.held_out else 0))
@@ -387,6 +388,14 @@ def main(argv=None) -> int:
         print("\n".join(lines), flush=True)
         if ok is False:
             failures.append(design.name)
+        if design.goal in ("null", "poor"):
+            for key in pooled:
+                pooled[key][0] += result[key]
+                pooled[key][1] += runs
+    if any(n for _, n in pooled.values()):
+        print("\nPooled over the null designs (with --cluster where people repeat):")
+        for key, (k, n) in pooled.items():
+            print(f"  {key.replace('_significant', ''):<10} significant {rate(k, n)}")
     if args.dbscan_runs and not args.held_out and not args.only:
         print("\n".join(dbscan_comparison(args.dbscan_runs)), flush=True)
     print("\nGoals not met: " + (", ".join(failures) if failures else "none"))
