@@ -12,8 +12,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from statistics import NormalDist
 
-__all__ = ["ProportionDifference", "proportion_difference", "wilson_interval", "wilson_interval_effective"]
+import numpy as np
+
+__all__ = [
+    "ProportionDifference",
+    "fisher_exact_two_sided",
+    "proportion_difference",
+    "wilson_interval",
+    "wilson_interval_effective",
+]
 
 
 def wilson_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
@@ -62,8 +71,6 @@ def wilson_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float, fl
     >>> wilson_interval(0, 0)
     (nan, nan)
     """
-    from scipy.stats import norm
-
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
     if int(k) != k or int(n) != n or k < 0 or n < 0 or k > n:
@@ -71,8 +78,13 @@ def wilson_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float, fl
     k, n = int(k), int(n)
     if n == 0:
         return (math.nan, math.nan)
-    z = float(norm.ppf(1 - (1 - confidence) / 2))
-    return _wilson_bounds(k / n, n, z, at_zero=k == 0, at_one=k == n)
+    return _wilson_bounds(k / n, n, _z(confidence), at_zero=k == 0, at_one=k == n)
+
+
+def _z(confidence: float) -> float:
+    """The two-sided normal quantile of ``confidence`` (the standard library's: importing scipy.stats took
+    0.6 s of a lead page's first visit)."""
+    return NormalDist().inv_cdf(1 - (1 - confidence) / 2)
 
 
 def _wilson_bounds(p: float, n: float, z: float, *, at_zero: bool, at_one: bool) -> tuple[float, float]:
@@ -106,16 +118,13 @@ def wilson_interval_effective(p: float, n_effective: float, confidence: float = 
     >>> wilson_interval_effective(0.5, 0)
     (nan, nan)
     """
-    from scipy.stats import norm
-
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
     if not math.isfinite(p) or not math.isfinite(n_effective) or n_effective <= 0:
         return (math.nan, math.nan)
     if not 0 <= p <= 1:
         raise ValueError(f"p must lie in [0, 1], got {p!r}")
-    z = float(norm.ppf(1 - (1 - confidence) / 2))
-    return _wilson_bounds(p, n_effective, z, at_zero=p == 0, at_one=p == 1)
+    return _wilson_bounds(p, n_effective, _z(confidence), at_zero=p == 0, at_one=p == 1)
 
 
 @dataclass(frozen=True)
@@ -171,8 +180,6 @@ def proportion_difference(k1: int, n1: int, k2: int, n2: int, confidence: float 
     >>> proportion_difference(18, 29, 60, 100).differs
     False
     """
-    from scipy.stats import fisher_exact
-
     if n1 <= 0 or n2 <= 0:
         raise ValueError(f"both groups need trials, got n1={n1!r}, n2={n2!r}")
     l1, u1 = wilson_interval(k1, n1, confidence)
@@ -181,5 +188,35 @@ def proportion_difference(k1: int, n1: int, k2: int, n2: int, confidence: float 
     difference = p1 - p2
     low = difference - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2)
     high = difference + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
-    p_value = float(fisher_exact([[k1, n1 - k1], [k2, n2 - k2]]).pvalue)
+    p_value = fisher_exact_two_sided(k1, n1, k2, n2)
     return ProportionDifference(difference, low, high, p_value, bool(low > 0 or high < 0))
+
+
+def fisher_exact_two_sided(k1: int, n1: int, k2: int, n2: int) -> float:
+    """Two-sided p-value of Fisher's exact test of ``k1 / n1`` against ``k2 / n2``.
+
+    The sum of the hypergeometric probabilities of every table with the same margins that is no more
+    likely than the observed one (relative tolerance 1e-7, as ``scipy.stats.fisher_exact``, which the
+    tests hold it equal to; written here because importing ``scipy.stats`` took 0.6 s of a lead page's
+    first visit).
+
+    Examples
+    --------
+    >>> round(fisher_exact_two_sided(3, 4, 1, 4), 4)
+    0.4857
+    """
+    total, successes = n1 + n2, k1 + k2
+    low, high = max(0, successes - n2), min(successes, n1)
+    x = np.arange(low, high + 1)
+
+    def log_comb(n, k):
+        return _lgamma(n + 1) - _lgamma(k + 1) - _lgamma(n - k + 1)
+
+    log_p = log_comb(n1, x) + log_comb(n2, successes - x) - log_comb(total, successes)
+    observed = log_p[k1 - low]
+    p = np.exp(log_p)
+    return float(min(1.0, p[log_p <= observed + math.log1p(1e-7)].sum()))
+
+
+def _lgamma(values) -> np.ndarray:
+    return np.vectorize(math.lgamma, otypes=[float])(np.asarray(values, dtype=float))

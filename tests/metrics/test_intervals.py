@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 from statsmodels.stats.proportion import proportion_confint
 
@@ -57,3 +58,20 @@ def test_proportion_difference_matches_newcombe_and_is_antisymmetric():
     assert same.low < 0 < same.high and not same.differs and same.p_value == pytest.approx(1.0)
     with pytest.raises(ValueError):
         proportion_difference(1, 0, 1, 2)
+
+
+def test_fisher_exact_equals_scipy():
+    from scipy.stats import fisher_exact
+
+    from metrics.intervals import fisher_exact_two_sided
+
+    rng = np.random.default_rng(0)
+    cases = [(0, 1, 0, 1), (5, 5, 0, 5), (18, 29, 60, 100), (56, 70, 48, 80), (0, 30, 30, 30)]
+    cases += [
+        tuple(int(v) for v in (k1, n1, k2, n2))
+        for n1, n2 in rng.integers(1, 60, (40, 2))
+        for k1, k2 in [(rng.integers(0, n1 + 1), rng.integers(0, n2 + 1))]
+    ]
+    for k1, n1, k2, n2 in cases:
+        expected = fisher_exact([[k1, n1 - k1], [k2, n2 - k2]]).pvalue
+        assert fisher_exact_two_sided(k1, n1, k2, n2) == pytest.approx(expected, rel=1e-9, abs=1e-12), (k1, n1, k2, n2)
