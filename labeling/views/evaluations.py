@@ -117,7 +117,9 @@ def evaluations_page(request, pk: int):
         context["errors"] = error_fields(exc)
         context["join"] = getattr(exc, "join", None)
         messages.error(request, "Nothing was stored: " + error_text(exc))
-        return render(request, "labeling/evaluations.html", context, status=400)
+        return render(
+            request, "labeling/evaluations.html", context, status=413 if getattr(exc, "too_large", False) else 400
+        )
     run.refresh_from_db()
     messages.success(
         request,

@@ -3,15 +3,19 @@ bad input refused whole, roles, gates, comparison, pages."""
 
 import io
 import json
+import resource
+import time
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from labeling.models import EvaluationRun, Job, Membership, Subject
 from labeling.services import evaluations as evaluation_services
 from labeling.services import releases as release_services
+from labeling.services.evaluations import joining, runs
 from metrics.report import ReportOptions, build_report
 from tests.factories import MembershipFactory, UserFactory
 from tests.labeling.helpers import add_images
@@ -490,3 +494,94 @@ def test_a_text_body_shape_is_scored_as_groups(synthetic, lead, client_for, djan
     assert page.status_code == 200
     assert "Body shape (body_shape)" in page.content.decode()
     assert "heavy worst" in page.content.decode() and "Body shape by group" in page.content.decode()
+
+
+# ------------------------------------------------------------------ hostile uploads (issue 26)
+# Every upload's shape is bounded before a row is parsed (columns, rows, line length, Parquet row groups,
+# uncompressed size and the longest text), only the columns the join needs are read, and an upload of more
+# than ``IN_PROCESS_BYTES`` is read in a process of its own with a memory limit. The hostile files are
+# built here, bounded in size.
+
+
+def _post(api, project, payload: bytes, name: str, **fields):
+    buffer = io.BytesIO(payload)
+    buffer.name = name
+    body = {"file": buffer, "release": 1, "name": "hostile", "options": json.dumps({"permutations": 9}), **fields}
+    return api.post(f"/api/projects/{project.pk}/evaluations/", body, format="multipart")
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def test_a_million_column_csv_is_refused_at_once(released, lead, client_for):
+    header = ",".join(f"c{i}" for i in range(1_000_000)).encode()  # 6.9 MB header line
+    payload = header + b"\n" + b"1," * 10 + b"1\n"
+    before = _peak_mb()
+    start = time.perf_counter()
+    answer = _post(client_for(lead), released["project"], payload, "wide.csv")
+    elapsed = time.perf_counter() - start
+    assert answer.status_code == 413, answer.content
+    assert "first line is longer than 1,048,576 bytes" in json.dumps(answer.json())
+    assert elapsed < 1.0 and _peak_mb() - before < 100
+    assert not EvaluationRun.objects.exists()
+
+
+def test_too_many_columns_and_rows_are_named(tmp_path):
+    wide = tmp_path / "wide.csv"
+    wide.write_text(",".join(f"c{i}" for i in range(1500)) + "\n" + ",".join("1" * 1500) + "\n")
+    with pytest.raises(joining.ResultsError, match="1,500 columns; at most 1,000") as refused:
+        joining.results_columns(wide)
+    assert refused.value.too_large
+    lines = tmp_path / "long.jsonl"
+    lines.write_text('{"external_id": "a", "error": 1}\n' * 10)
+    assert joining.results_columns(lines) == ["external_id", "error"]
+
+
+def test_a_decompression_heavy_parquet_is_refused_before_pandas(tmp_path, released, lead, client_for):
+    # One 4,000-character string, dictionary-encoded, in 300,000 rows: a few KB on disk, 1.2 GB as Python strings.
+    rows = 300_000
+    column = pa.DictionaryArray.from_arrays(pa.array(np.zeros(rows, dtype=np.int32)), pa.array(["x" * 4000]))
+    table = pa.table({"external_id": column, "error": pa.array(np.ones(rows))})
+    path = tmp_path / "bomb.parquet"
+    pq.write_table(table, path, compression="zstd")
+    payload = path.read_bytes()
+    assert len(payload) < 300_000
+    before = _peak_mb()
+    start = time.perf_counter()
+    answer = _post(client_for(lead), released["project"], payload, "bomb.parquet")
+    assert answer.status_code == 413, answer.content
+    assert "a value of 4,000 characters" in json.dumps(answer.json())
+    assert time.perf_counter() - start < 3.0 and _peak_mb() - before < 200
+    assert not EvaluationRun.objects.exists()
+
+
+def test_only_the_needed_columns_are_read(tmp_path):
+    path = tmp_path / "results.csv"
+    frame = pd.DataFrame({"external_id": ["a", "b"], "error": ["1", "2"], "notes": ["x", "y"]})
+    frame.to_csv(path, index=False)
+    columns = joining.results_columns(path)
+    read = joining.read_results(path, joining.needed_columns(columns, joining.JoinSpec()))
+    assert list(read.columns) == ["external_id", "error"]
+
+
+def test_a_large_upload_is_read_in_a_process_of_its_own(
+    released, lead, client_for, monkeypatch, django_capture_on_commit_callbacks
+):
+    monkeypatch.setattr(runs, "IN_PROCESS_BYTES", 0)  # every upload goes to the reader process
+    calls = []
+    real = runs._join_elsewhere
+    monkeypatch.setattr(runs, "_join_elsewhere", lambda *a, **k: calls.append(1) or real(*a, **k))
+    table = released["images"]
+    results = results_for(table)
+    with django_capture_on_commit_callbacks(execute=True):
+        answer = _post(client_for(lead), released["project"], results.to_csv(index=False).encode(), "results.csv")
+    assert answer.status_code == 201, answer.content
+    assert calls and answer.json()["join"]["matched"] == N_IMAGES
+    run = EvaluationRun.objects.get(pk=answer.json()["id"])
+    assert run.status == "done", run.error
+    # Bad content is reported by the reader process as by the web process: per line, nothing stored.
+    bad = results.assign(error="oops")
+    answer = _post(client_for(lead), released["project"], bad.to_csv(index=False).encode(), "bad.csv")
+    assert answer.status_code == 400 and "non-numeric or missing error value" in json.dumps(answer.json())
+    assert EvaluationRun.objects.count() == 1

@@ -142,7 +142,13 @@ class EvaluationViewSet(_ProjectScoped):
 
     @extend_schema(
         request={"multipart/form-data": EvaluationCreateSerializer},
-        responses={201: EvaluationSerializer, 400: OpenApiResponse(OpenApiTypes.OBJECT, description="What was wrong.")},
+        responses={
+            201: EvaluationSerializer,
+            400: OpenApiResponse(OpenApiTypes.OBJECT, description="What was wrong."),
+            413: OpenApiResponse(
+                OpenApiTypes.OBJECT, description="The file is too large, or too wide or long, to be read."
+            ),
+        },
     )
     def create(self, request, project_pk=None):
         """Upload a model's results and score them against a release (leads and reviewers). 201 with the
@@ -183,7 +189,10 @@ class EvaluationViewSet(_ProjectScoped):
             body = error_fields(exc)
             if getattr(exc, "join", None):
                 body["join"] = exc.join
-            return Response(body, status=status.HTTP_400_BAD_REQUEST)
+            # A file refused for its size or shape before it was parsed: 413, with what was too big.
+            too_large = getattr(exc, "too_large", False)
+            code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE if too_large else status.HTTP_400_BAD_REQUEST
+            return Response(body, status=code)
         run = self.run(project, run.pk)
         return Response(EvaluationSerializer(run).data, status=status.HTTP_201_CREATED)
 

@@ -7,6 +7,8 @@ as one line per problem (:class:`ResultsError`), with examples.
 
 from __future__ import annotations
 
+import csv
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,13 +28,101 @@ MAX_EXAMPLES = 10
 DEFAULT_MIN_MATCHED = 20
 
 
-class ResultsError(Exception):
-    """The results cannot be joined; ``problems`` holds one line per problem, ``join`` what was counted."""
+#: Bounds of an uploaded results file, checked before anything is parsed (a 7.9 MB CSV with a million
+#: columns took a web worker past 6 GB; a 233 KB Parquet file decoded to 3.6 GB).
+MAX_COLUMNS = 1_000
+MAX_ROWS = 2_000_000
+#: Longest line of a CSV or JSON Lines file, and longest id or value read (characters).
+MAX_LINE_BYTES = 1 << 20
+MAX_VALUE_CHARS = 1_000
+MAX_ROW_GROUPS = 10_000
+#: Largest uncompressed size of the columns read from a Parquet file.
+MAX_UNCOMPRESSED_BYTES = 1 << 30
 
-    def __init__(self, problems: list[str], join: dict | None = None) -> None:
+
+class ResultsError(Exception):
+    """The results cannot be joined; ``problems`` holds one line per problem, ``join`` what was counted.
+
+    ``too_large`` marks a file refused for its size or shape before it was parsed (HTTP 413).
+    """
+
+    def __init__(self, problems: list[str], join: dict | None = None, *, too_large: bool = False) -> None:
         super().__init__("\n".join(problems))
         self.problems = problems
         self.join = join or {}
+        self.too_large = too_large
+
+
+def _too_large(message: str) -> ResultsError:
+    return ResultsError([message], too_large=True)
+
+
+def results_columns(path: Path) -> list[str]:
+    """The columns of a results file, found without parsing its rows, and its shape checked.
+
+    CSV: the header line (at most ``MAX_LINE_BYTES``), then every line's length and the number of lines
+    counted in chunks; JSON Lines: the same, the keys of the first object; Parquet: the file's metadata
+    (columns, rows, row groups). Time and memory stay bounded whatever the file holds.
+
+    Raises
+    ------
+    ResultsError
+        ``too_large``: too many columns, rows or row groups, a line too long; otherwise unreadable.
+    """
+    suffix = Path(path).suffix.lower()
+    if suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            meta = pq.ParquetFile(path).metadata
+        except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a bad file
+            raise ResultsError([f"the results file cannot be read as parquet: {_first_line(exc)}"]) from None
+        if meta.num_columns > MAX_COLUMNS:
+            raise _too_large(f"the file has {meta.num_columns:,} columns; at most {MAX_COLUMNS:,} are read")
+        if meta.num_rows > MAX_ROWS:
+            raise _too_large(f"the file has {meta.num_rows:,} rows; at most {MAX_ROWS:,} are read")
+        if meta.num_row_groups > MAX_ROW_GROUPS:
+            raise _too_large(f"the file has {meta.num_row_groups:,} row groups; at most {MAX_ROW_GROUPS:,} are read")
+        return [meta.schema.column(i).path.split(".")[0] for i in range(meta.num_columns)]
+    if suffix not in (".csv", ".jsonl", ".ndjson"):
+        raise ResultsError([f"unknown file type {suffix!r}: upload a .csv, .jsonl or .parquet file"])
+    with open(path, "rb") as handle:
+        first = handle.readline(MAX_LINE_BYTES + 1)
+        if len(first) > MAX_LINE_BYTES:
+            raise _too_large(f"the first line is longer than {MAX_LINE_BYTES:,} bytes")
+        lines, longest, current = 1, len(first), 0
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            parts = chunk.split(b"\n")
+            current += len(parts[0])
+            if len(parts) > 1:
+                longest = max(longest, current, *(len(p) for p in parts[1:-1]))
+                current = len(parts[-1])
+                lines += len(parts) - 1
+            if max(longest, current) > MAX_LINE_BYTES:
+                raise _too_large(f"a line is longer than {MAX_LINE_BYTES:,} bytes (around line {lines:,})")
+            if lines > MAX_ROWS + 1:
+                raise _too_large(f"the file has more than {MAX_ROWS:,} rows; at most {MAX_ROWS:,} are read")
+    text = first.decode("utf-8-sig", errors="replace").strip("\r\n")
+    if suffix == ".csv":
+        delimiter = ";" if text.count(";") > text.count(",") else ","
+        columns = next(csv.reader([text], delimiter=delimiter), [])
+    else:
+        try:
+            record = json.loads(text) if text else {}
+        except ValueError as exc:
+            raise ResultsError([f"the results file cannot be read as JSON Lines: line 1: {exc}"]) from None
+        if not isinstance(record, dict):
+            raise ResultsError(["the results file cannot be read as JSON Lines: line 1 is not an object"])
+        columns = list(record)
+    if len(columns) > MAX_COLUMNS:
+        raise _too_large(f"the file has {len(columns):,} columns; at most {MAX_COLUMNS:,} are read")
+    if not columns or columns == [""]:
+        raise ResultsError(["the results file has no header"])
+    return [str(c) for c in columns]
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
 
 
 @dataclass
@@ -49,28 +139,114 @@ class JoinSpec:
     problems: list[str] = field(default_factory=list)
 
 
-def read_results(path: Path) -> pd.DataFrame:
-    """The results file as a table (CSV, JSON Lines or Parquet). CSV cells are read as text (ids such as
-    ``007`` keep their zeros; numbers are converted where a number is needed)."""
+def read_results(path: Path, columns: list[str] | None = None) -> pd.DataFrame:
+    """The results file as a table (CSV, JSON Lines or Parquet), only ``columns`` read when given.
+
+    CSV cells are read as text (ids such as ``007`` keep their zeros; numbers are converted where a number
+    is needed). Call :func:`results_columns` first: it bounds the file's shape. Parquet columns are read as
+    Arrow first and a text longer than ``MAX_VALUE_CHARS`` is refused before pandas makes Python strings
+    of it (a dictionary-encoded column of one long string decodes to gigabytes).
+    """
     suffix = Path(path).suffix.lower()
     try:
         if suffix == ".csv":
-            table = pd.read_csv(path, dtype=str, keep_default_na=True, encoding="utf-8-sig")
+            with open(path, "rb") as handle:
+                head = handle.readline(MAX_LINE_BYTES + 1).decode("utf-8-sig", errors="replace")
+            delimiter = ";" if head.count(";") > head.count(",") else ","
+            table = pd.read_csv(
+                path, dtype=str, keep_default_na=True, encoding="utf-8-sig", sep=delimiter, usecols=columns
+            )
         elif suffix in {".jsonl", ".ndjson"}:
-            table = pd.read_json(path, lines=True, dtype=False)
+            table = _read_json_lines(path, columns)
         elif suffix == ".parquet":
-            table = pd.read_parquet(path)
+            table = _read_parquet(path, columns)
         else:
             raise ResultsError([f"unknown file type {suffix!r}: upload a .csv, .jsonl or .parquet file"])
     except ResultsError:
         raise
     except Exception as exc:  # noqa: BLE001 - pandas and pyarrow raise many types for bad files
-        reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-        raise ResultsError([f"the results file cannot be read as {suffix[1:]}: {reason}"]) from None
+        raise ResultsError([f"the results file cannot be read as {suffix[1:]}: {_first_line(exc)}"]) from None
     if table.empty:
         raise ResultsError(["the results file has no rows"])
     table.columns = [str(c) for c in table.columns]
+    for column in table.columns:
+        values = table[column]
+        if values.dtype == object:
+            lengths = values.dropna().astype(str).str.len()
+            if lengths.size and int(lengths.max()) > MAX_VALUE_CHARS:
+                raise _too_large(
+                    f"column {column!r} holds a value of {int(lengths.max()):,} characters; at most "
+                    f"{MAX_VALUE_CHARS:,} are read"
+                )
     return table
+
+
+def _read_json_lines(path: Path, columns: list[str] | None) -> pd.DataFrame:
+    """JSON Lines read line by line, keeping only ``columns`` of each object (bounded lines)."""
+    wanted = None if columns is None else set(columns)
+    rows = []
+    with open(path, encoding="utf-8-sig") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError as exc:
+                raise ResultsError([f"the results file cannot be read as JSON Lines: line {number}: {exc}"]) from None
+            if not isinstance(record, dict):
+                raise ResultsError([f"the results file cannot be read as JSON Lines: line {number} is not an object"])
+            if len(record) > MAX_COLUMNS:
+                raise _too_large(f"line {number} has {len(record):,} keys; at most {MAX_COLUMNS:,} are read")
+            rows.append(record if wanted is None else {k: v for k, v in record.items() if k in wanted})
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _read_parquet(path: Path, columns: list[str] | None) -> pd.DataFrame:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    parquet = pq.ParquetFile(path)
+    meta = parquet.metadata
+    names = [meta.schema.column(i).path.split(".")[0] for i in range(meta.num_columns)]
+    chosen = [i for i, name in enumerate(names) if columns is None or name in columns]
+    size = sum(meta.row_group(g).column(i).total_uncompressed_size for g in range(meta.num_row_groups) for i in chosen)
+    if size > MAX_UNCOMPRESSED_BYTES:
+        raise _too_large(
+            f"the columns read hold {size / 1e6:,.0f} MB uncompressed; at most {MAX_UNCOMPRESSED_BYTES / 1e6:,.0f} MB"
+        )
+    text = [names[i] for i in chosen if pa.types.is_string(parquet.schema_arrow.field(names[i]).type)]
+    # Text as dictionaries: one long string repeated stays one string until its length is checked.
+    table = pq.ParquetFile(path, read_dictionary=text).read(columns=[names[i] for i in chosen])
+    for name in table.column_names:
+        column = table.column(name)
+        if pa.types.is_dictionary(column.type):
+            lengths = [
+                pc.max(pc.utf8_length(chunk.dictionary)).as_py() for chunk in column.chunks if len(chunk.dictionary)
+            ]
+        elif pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+            lengths = [pc.max(pc.utf8_length(column)).as_py()]
+        elif (
+            pa.types.is_binary(column.type) or pa.types.is_large_binary(column.type) or pa.types.is_nested(column.type)
+        ):
+            raise ResultsError(
+                [f"column {name!r} holds binary or nested values; ids, errors and predictions are numbers or text"]
+            )
+        else:
+            continue
+        longest = max([v for v in lengths if v is not None], default=0)
+        if longest > MAX_VALUE_CHARS:
+            raise _too_large(
+                f"column {name!r} holds a value of {longest:,} characters; at most {MAX_VALUE_CHARS:,} are read"
+            )
+    return table.to_pandas()
+
+
+def needed_columns(columns: list[str], spec: JoinSpec) -> list[str]:
+    """The columns of the results the join reads: the id, and the error or the prediction and truth."""
+    id_column = spec.id_column or next((c for c in AUTO_ID_COLUMNS if c in columns), "")
+    wanted = [id_column, spec.error_column, spec.prediction_column, spec.truth_column]
+    return list(dict.fromkeys(c for c in wanted if c and c in columns))
 
 
 def _examples(values) -> list[str]:
@@ -109,17 +285,20 @@ def release_samples(images: pd.DataFrame, match_on: str, attribute_columns: list
     return included[keep].groupby(KEY, sort=True).agg(aggregations).reset_index()
 
 
-def join_results(results: pd.DataFrame, samples_of, spec: JoinSpec) -> tuple[pd.DataFrame, dict]:
+def join_results(
+    results: pd.DataFrame, samples_of, spec: JoinSpec, all_columns: list[str] | None = None
+) -> tuple[pd.DataFrame, dict]:
     """Join the results with the release; return the joined table (``KEY``, ``error``, attributes) and the report.
 
     ``samples_of(match_on)`` gives the release's samples keyed by that column (:func:`release_samples`).
+    ``all_columns``: every column of the file, when only some were read (:func:`needed_columns`).
 
     Raises
     ------
     ResultsError
         Missing or unknown columns, empty or duplicated ids, non-numeric errors, too few matches.
     """
-    columns = [str(c) for c in results.columns]
+    columns = list(all_columns) if all_columns is not None else [str(c) for c in results.columns]
     problems: list[str] = []
     id_column = spec.id_column or next((c for c in AUTO_ID_COLUMNS if c in columns), "")
     if not id_column:
@@ -238,3 +417,76 @@ def join_results(results: pd.DataFrame, samples_of, spec: JoinSpec) -> tuple[pd.
             join,
         )
     return joined, join
+
+
+#: Prefix of the joined table's columns holding one labeler's tone per sample.
+LABELER_PREFIX = "labeler_"
+_LABEL_COLUMNS = ("image_id", "labeler", "value", "counted", "valid")
+
+
+def samples_for_join(images: pd.DataFrame, labels: pd.DataFrame | None, attributes: list[str]):
+    """The release's images with each labeler's counted tone (``labeler_<pseudonym>``), and the columns to keep."""
+    attributes = list(attributes)
+    if labels is not None and set(_LABEL_COLUMNS) <= set(labels.columns):
+        labels = labels[labels["counted"].fillna(False) & labels["valid"].fillna(False) & labels["value"].notna()]
+        if not labels.empty:
+            wide = labels.pivot_table(index="image_id", columns="labeler", values="value", aggfunc="mean")
+            wide.columns = [f"{LABELER_PREFIX}{c}" for c in wide.columns]
+            images = images.merge(wide.reset_index(), on="image_id", how="left")
+            attributes += [c for c in images.columns if c.startswith(LABELER_PREFIX)]
+    return images, attributes
+
+
+def join_release(results_path: Path, columns: list[str], images: pd.DataFrame, attributes, spec: JoinSpec):
+    """Read the results (only the columns the join needs) and join them with the release's samples."""
+    results = read_results(results_path, needed_columns(columns, spec))
+    joined, join = join_results(results, lambda on: release_samples(images, on, attributes), spec, all_columns=columns)
+    join["with_final_value"] = int(np.isfinite(joined["final_value"].to_numpy(dtype=float)).sum())
+    return joined, join
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Read and join a results file in a process of its own, with a memory limit (the web app's uploads).
+
+    Run as ``python joining.py REQUEST.json`` (this file, not the package: nothing of Django is
+    imported). The request names the results file and its columns, the release's images and labels
+    tables, the attributes, the join's spec, the output file and the memory limit. It writes the joined
+    table and prints one JSON object: ``{"join": ...}`` or ``{"problems": [...], "join": ..., "too_large": ...}``.
+    """
+    import resource
+    import sys
+
+    request = json.loads(Path((argv or sys.argv[1:])[0]).read_text(encoding="utf-8"))
+    limit = int(request["memory_bytes"])
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    try:
+        import pyarrow.parquet as pq
+
+        images = pq.read_table(request["images"]).to_pandas()
+        labels = None
+        if request.get("labels"):
+            names = set(pq.read_schema(request["labels"]).names)
+            if set(_LABEL_COLUMNS) <= names:
+                labels = pq.read_table(request["labels"], columns=list(_LABEL_COLUMNS)).to_pandas()
+        images, attributes = samples_for_join(images, labels, request["attributes"])
+        joined, join = join_release(
+            Path(request["results"]), request["columns"], images, attributes, JoinSpec(**request["spec"])
+        )
+        joined.to_parquet(request["out"], index=False)
+        answer = {"join": join}
+    except ResultsError as exc:
+        answer = {"problems": exc.problems, "join": exc.join, "too_large": exc.too_large}
+    except MemoryError:
+        answer = {
+            "problems": [
+                f"reading the file needs more than {limit / 1e9:.1f} GB of memory: keep only the id and error "
+                "columns, or split it"
+            ],
+            "too_large": True,
+        }
+    print(json.dumps(answer))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

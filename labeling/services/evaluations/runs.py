@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -34,12 +35,27 @@ from ..heartbeat import JobBeat
 from ..project_lifecycle import project_refuse_if_archived
 from ..releases import release_file_path
 from ..releases.tables import FIXED_IMAGE_COLUMNS
-from .joining import KEY, JoinSpec, ResultsError, join_results, read_results, release_samples
+from .joining import (
+    KEY,
+    LABELER_PREFIX,
+    JoinSpec,
+    ResultsError,
+    join_release,
+    results_columns,
+    samples_for_join,
+)
 
 logger = logging.getLogger(__name__)
 
 #: Largest results file accepted (bytes).
 MAX_RESULTS_BYTES = 200 * 1024 * 1024
+#: Uploads up to this size are read in the web process (their shape is bounded first: at most a few MB of
+#: memory); larger ones in a process of their own with ``RESULTS_MEMORY_BYTES`` of memory, never in a web
+#: worker (a 233 KB Parquet file once decoded to 3.6 GB there).
+IN_PROCESS_BYTES = 1 << 20
+RESULTS_MEMORY_BYTES = 2 << 30
+#: The reading process is stopped after this many seconds.
+RESULTS_SECONDS = 120
 #: The worst images of a flagged region shown as thumbnails.
 WORST_IMAGES = 12
 #: Options a run accepts, with their defaults (seed 000's where the seed gives one).
@@ -99,25 +115,65 @@ def _release_images(release: Release) -> pd.DataFrame:
     return pq.read_table(path).to_pandas()
 
 
-#: Prefix of the joined table's columns holding one labeler's tone per sample.
-LABELER_PREFIX = "labeler_"
-
-
-def _labeler_tones(release: Release) -> pd.DataFrame | None:
-    """Per image, each labeler's counted tone (columns ``labeler_<pseudonym>``), from the release's labels."""
+def _release_labels(release: Release) -> pd.DataFrame | None:
+    """The release's labels table (the columns that give each labeler's tone), or None."""
     path = release_file_path(release, "labels.parquet")
     if path is None:
         return None
-    columns = {"image_id", "labeler", "value", "counted", "valid"}
-    if not columns <= set(pq.read_schema(path).names):
+    columns = ["image_id", "labeler", "value", "counted", "valid"]
+    if not set(columns) <= set(pq.read_schema(path).names):
         return None
-    labels = pq.read_table(path, columns=sorted(columns)).to_pandas()
-    labels = labels[labels["counted"].fillna(False) & labels["valid"].fillna(False) & labels["value"].notna()]
-    if labels.empty:
-        return None
-    wide = labels.pivot_table(index="image_id", columns="labeler", values="value", aggfunc="mean")
-    wide.columns = [f"{LABELER_PREFIX}{c}" for c in wide.columns]
-    return wide.reset_index()
+    return pq.read_table(path, columns=columns).to_pandas()
+
+
+def _join_elsewhere(raw: Path, columns, release: Release, attributes, spec: JoinSpec, out: Path) -> dict:
+    """:func:`joining.join_release` in a Python process of its own, with a memory and a time limit."""
+    import subprocess
+    import sys
+    from dataclasses import asdict
+
+    from . import joining
+
+    labels = release_file_path(release, "labels.parquet")
+    request = out.parent / "join-request.json"
+    request.write_text(
+        json.dumps(
+            {
+                "results": str(raw),
+                "columns": columns,
+                "images": str(release_file_path(release, "images.parquet")),
+                "labels": str(labels) if labels else None,
+                "attributes": attributes,
+                "spec": {k: v for k, v in asdict(spec).items() if k != "problems"},
+                "out": str(out),
+                "memory_bytes": RESULTS_MEMORY_BYTES,
+            }
+        ),
+        encoding="utf-8",
+    )
+    env = {**os.environ, "PYTHONPATH": str(settings.BASE_DIR)}
+    try:
+        done = subprocess.run(
+            [sys.executable, joining.__file__, str(request)],
+            capture_output=True,
+            text=True,
+            timeout=RESULTS_SECONDS,
+            env=env,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise ResultsError(
+            [f"reading the file took longer than {RESULTS_SECONDS} s: keep only the id and error columns"],
+            too_large=True,
+        ) from None
+    try:
+        answer = json.loads(done.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        logger.warning("the results reader ended with code %s and no answer", done.returncode)
+        raise ResultsError(["the results file could not be read (the reader stopped unexpectedly)"]) from None
+    if "problems" in answer:
+        raise ResultsError(answer["problems"], answer.get("join"), too_large=answer.get("too_large", False))
+    return answer["join"]
 
 
 def release_attributes(release: Release) -> tuple[list[str], list[str]]:
@@ -223,9 +279,7 @@ def options_clean(raw: dict[str, Any], release: Release, *, error_kind: str = "r
         )
     if problems:
         raise ValidationError(problems)
-    options.update(
-        gender_column=gender, body_shape_column=body, groups=list(dict.fromkeys(groups)), cluster=cluster
-    )
+    options.update(gender_column=gender, body_shape_column=body, groups=list(dict.fromkeys(groups)), cluster=cluster)
     return options
 
 
@@ -271,7 +325,9 @@ def evaluation_create(
     elif upload.size > MAX_RESULTS_BYTES:
         problems["file"] = f"The file is {upload.size / 1e6:.0f} MB; the limit is {MAX_RESULTS_BYTES / 1e6:.0f} MB."
     if problems:
-        raise ValidationError(problems)
+        refused = ValidationError(problems)
+        refused.too_large = "file" in problems and upload is not None and upload.size > MAX_RESULTS_BYTES
+        raise refused
     options = options_clean(options or {}, release, error_kind=spec.error_kind if spec.prediction_column else "")
 
     work = Path(tempfile.mkdtemp(prefix="evaluation-"))
@@ -286,22 +342,25 @@ def evaluation_create(
             attributes.append(options["cluster"])
         if "subject_id" in images.columns:
             attributes.append("subject_id")
-        per_labeler = _labeler_tones(release)
-        if per_labeler is not None:
-            images = images.merge(per_labeler, on="image_id", how="left")
-            attributes += [c for c in per_labeler.columns if c.startswith(LABELER_PREFIX)]
+        joined_path = work / "joined.parquet"
         try:
-            results = read_results(raw)
-            joined, join = join_results(results, lambda on: release_samples(images, on, attributes), spec)
+            columns = results_columns(raw)  # the file's shape, bounded, before any row is parsed
+            if upload.size <= IN_PROCESS_BYTES:
+                samples, keep = samples_for_join(images, _release_labels(release), attributes)
+                joined, join = join_release(raw, columns, samples, keep, spec)
+                joined.to_parquet(joined_path, index=False)
+            else:
+                join = _join_elsewhere(raw, columns, release, attributes, spec, joined_path)
         except ResultsError as exc:
             refused = ValidationError({"results": exc.problems})
             refused.join = exc.join  # what was counted, for the page and the API's answer
+            refused.too_large = exc.too_large
             raise refused from None
-        if not np.isfinite(joined["final_value"].to_numpy(dtype=float)).any():
+        if not join.get("with_final_value"):
             refused = ValidationError(
                 {
                     "results": [
-                        f"none of the {len(joined)} matched samples has a final skin tone in release "
+                        f"none of the {join['matched']} matched samples has a final skin tone in release "
                         f"v{release.version} (every one lacks enough valid labels): there is nothing to score"
                     ]
                 }
@@ -340,7 +399,7 @@ def evaluation_create(
                 target = evaluation_dir(run)
                 written["dir"] = target
                 target.mkdir(parents=True, exist_ok=True)
-                joined.to_parquet(target / "joined.parquet", index=False)
+                shutil.copyfile(joined_path, target / "joined.parquet")
                 transaction.on_commit(lambda: queue.enqueue(queue.EVALUATION_RUN, run.pk))
         except BaseException:
             # Nothing half-stored: the upload and the joined table go with the rolled-back rows.
@@ -508,4 +567,3 @@ def worst_images(run: EvaluationRun, limit: int = WORST_IMAGES) -> list[dict]:
             }
         )
     return regions
-
