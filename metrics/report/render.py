@@ -206,6 +206,10 @@ _STYLE = (
 )
 
 
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
 def _num(value, digits: str = ".3f") -> str:
     return "" if value is None else format(value, digits)
 
@@ -259,7 +263,7 @@ def _html(report: dict, figures: list[dict]) -> str:
         "</ul><details><summary>Every sentence of the summary</summary><ul>",
         *(f"<li>{esc(line)}</li>" for line in report["summary"] if not line.startswith("Warning: ")),
         "</ul></details><h2>Disparity verdicts</h2>",
-        f"<p class=small>{esc(settings['disparity_rule'])}. {esc(settings['significance_rule'])}.</p>",
+        f"<p class=small>{esc(_sentence(settings['disparity_rule']))}. {esc(_sentence(settings['significance_rule']))}.</p>",
         "<table><tr><th>Attribute</th><th>Test</th><th>p</th><th>Significant</th><th>Largest gap (95% CI)</th>"
         "<th>Level</th><th>Where</th></tr>",
     ]
@@ -284,7 +288,7 @@ def _html(report: dict, figures: list[dict]) -> str:
         overall = perf["overall"]
         parts.append(
             "<h2>Performance</h2>"
-            f"<p class=small>{esc(perf['rule'])}.</p><p>Overall mean error {_num(overall['mean_error'])} "
+            f"<p class=small>{esc(_sentence(perf['rule']))}.</p><p>Overall mean error {_num(overall['mean_error'])} "
             f"(95% CI {_ci_cell(overall['ci_low'], overall['ci_high'])}): "
             f'<span class="{"above" if overall["reading"] == "above the threshold" else ""}">{esc(overall["reading"])}</span>'
             + (f". Above the threshold in: {esc(', '.join(perf['above']))}" if perf["above"] else "")
