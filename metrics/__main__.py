@@ -78,6 +78,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     report.add_argument("--min-cell", type=int, default=10, help="fewest samples a grid cell needs to be tested")
     report.add_argument("--bands", type=int, default=5, help="largest number of bands per continuous attribute")
+    report.add_argument(
+        "--tone-bands",
+        type=int,
+        default=None,
+        help="bands of the skin-tone verdict on a scale (default: one per tone, MST 10; 5 gives pairs of tones)",
+    )
     report.add_argument("--seed", type=int, default=0, help="seed of every permutation and draw")
     report.add_argument("--tone-min", help="column with each image's smallest skin-tone label")
     report.add_argument(
@@ -157,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
         problems.append(f"--threshold must be positive, got {args.threshold}")
     if args.permutations < 0 or args.band_permutations < 1 or args.uncertainty_draws < 1 or args.bands < 2:
         problems.append("--permutations >= 0, --band-permutations >= 1, --uncertainty-draws >= 1, --bands >= 2")
+    if args.tone_bands is not None and args.tone_bands < 2:
+        problems.append(f"--tone-bands must be at least 2, got {args.tone_bands}")
     if args.min_cell < 2:
         problems.append(f"--min-cell must be at least 2, got {args.min_cell}")
     try:
@@ -187,6 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         progress=args.progress,
         groups=[g for g in args.groups.split(",") if g],
         n_bands=args.bands,
+        tone_bands=args.tone_bands,
         permutations=args.permutations,
         band_permutations=args.band_permutations,
         min_samples_sweep=[int(m) for m in args.min_samples_sweep.split(",") if m.strip()],

@@ -141,6 +141,7 @@ def compare_errors(
     seed: int = 0,
     clusters: Sequence | np.ndarray | None = None,
     levels: int | None = None,
+    tone_bands: int | None = None,
 ) -> list[ScoreChange]:
     """Each score of two runs on the same samples, its change, a paired interval and a paired test.
 
@@ -164,6 +165,9 @@ def compare_errors(
         Person of each sample: swaps and resamples move whole people.
     levels : int, optional
         Tones of the skin-tone scale (its bands are cut on the scale, as in the report).
+    tone_bands : int, optional
+        Bands of the skin tone on its scale (default one per tone, as in the report; see
+        :func:`metrics.unfairness.tone_band_count`). A band with fewer than 2 samples is left out of the gap.
 
     Returns
     -------
@@ -183,7 +187,7 @@ def compare_errors(
     >>> changes[0].name, round(changes[0].change, 3), changes[0].significant
     ('mean_error', 0.5, True)
     """
-    from metrics.unfairness import attribute_bands, cluster_codes
+    from metrics.unfairness import attribute_bands, cluster_codes, tone_band_count
 
     a = np.asarray(errors_a, dtype=np.float64)
     b = np.asarray(errors_b, dtype=np.float64)
@@ -208,9 +212,15 @@ def compare_errors(
         if x.shape != (n,) or not np.all(np.isfinite(x)):
             raise ValueError(f"{name} must hold {n} finite values")
         scores.append(_Score(name, "slope", x))
-        index, bands = attribute_bands(x, n_bands, levels if name == "skin_tone" else None)
-        if len(bands) > 1:
-            scores.append(_Score(f"{name}_band_gap", "gap", index))
+        if name == "skin_tone":
+            index, bands = attribute_bands(x, tone_band_count(levels, tone_bands, n_bands), levels)
+        else:
+            index, bands = attribute_bands(x, n_bands)
+        gap = _Score(f"{name}_band_gap", "gap", index)
+        # A band of one sample has no mean worth a gap (its whole error would be the gap).
+        gap.groups[:, gap.groups.sum(axis=0) < 2] = 0.0
+        if np.count_nonzero(gap.groups.sum(axis=0)) > 1:
+            scores.append(gap)
 
     rng = np.random.default_rng(seed)
     person, n_people = cluster_codes(clusters, n)

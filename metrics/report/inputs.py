@@ -68,6 +68,10 @@ class ReportOptions:
     groups: list[str] = field(default_factory=list)
     #: Bands of the continuous attributes (see :func:`metrics.unfairness.attribute_bands`).
     n_bands: int = 5
+    #: Bands of the skin-tone verdict when the tones lie on a scale. None: one band per tone (MST: 10), so
+    #: that no tone is averaged into a neighbour (+1.5 mm at MST 10 alone is 0.6 mm in a "9-10" band);
+    #: 5 gives pairs of tones. The grid keeps ``n_bands`` (its cells would be too small per tone).
+    tone_bands: int | None = None
     #: Shuffles of the intersectional permutation null (0: none).
     permutations: int = 199
     #: Resamples of the disparity tests (bands, groups, grid cells: wild cluster bootstrap of the max-t).

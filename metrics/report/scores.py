@@ -215,6 +215,7 @@ def _settings(options: ReportOptions, body_treatment, cluster_threshold) -> dict
         "min_samples": options.min_samples,
         "min_samples_note": "DBSCAN min_samples is not given by seed 000; it is a parameter of this report",
         "n_bands": options.n_bands,
+        "tone_bands": options.tone_bands,
         "tone_levels": options.tone_levels,
         "permutations": options.permutations,
         "band_permutations": options.band_permutations,
@@ -453,6 +454,7 @@ def _continuous_part(key, column, merged, errors, rows, people, options: ReportO
         continuous_unfairness,
         continuous_verdict,
         robust_slope,
+        tone_band_count,
     )
 
     x = merged[column].to_numpy(dtype=np.float64)[rows]
@@ -461,12 +463,13 @@ def _continuous_part(key, column, merged, errors, rows, people, options: ReportO
     levels, source, warned = _tone_levels(key, x, options)
     seed_line = continuous_unfairness(y, x, alpha=options.alpha)
     trend = robust_slope(y, x, clusters=cluster, alpha=options.alpha)
+    n_bands = tone_band_count(levels, options.tone_bands, options.n_bands) if key == "skin_tone" else options.n_bands
     bands = band_unfairness(
         y,
         x,
         threshold=options.threshold,
         alpha=options.alpha,
-        n_bands=options.n_bands,
+        n_bands=n_bands,
         n_permutations=options.band_permutations,
         seed=options.seed,
         clusters=cluster,
@@ -545,7 +548,7 @@ def _continuous_part(key, column, merged, errors, rows, people, options: ReportO
 
 
 def _uncertainty_part(merged, errors, people, options: ReportOptions, rows_of, verdict) -> dict:
-    from metrics.unfairness import label_uncertainty
+    from metrics.unfairness import label_uncertainty, tone_band_count
     from metrics.unfairness.uncertainty import conclusion_of
 
     rows = rows_of(options.skin_tone) & rows_of(options.tone_min) & rows_of(options.tone_max)
@@ -562,7 +565,7 @@ def _uncertainty_part(merged, errors, people, options: ReportOptions, rows_of, v
             threshold=options.threshold,
             alpha=options.alpha,
             n_draws=options.uncertainty_draws,
-            n_bands=options.n_bands,
+            n_bands=tone_band_count(levels, options.tone_bands, options.n_bands),
             seed=options.seed,
             labeler_tones={c: merged[c].to_numpy(dtype=np.float64)[rows] for c in options.labeler_columns} or None,
             clusters=None if people is None else people[rows],

@@ -102,8 +102,8 @@ class BandUnfairness:
     worst_band, best_band : str
         Labels of the tested bands with the highest and the lowest mean error.
     worse_end : str or None
-        ``"high"`` or ``"low"`` when the worst band is the last or first tested band and the gap is
-        significant; None otherwise (no end of the scale is shown to fare worse).
+        ``"high"`` or ``"low"`` when the gap is significant and the worst band lies in the outer fifth
+        of the tested bands at that end (the last of five, the last two of ten); None otherwise.
     disparity : Disparity
         The gap's level from ``gap_ci``.
     above_threshold : tuple of str
@@ -146,6 +146,21 @@ def _is_ordinal_scale(x: np.ndarray) -> bool:
     # Means of 1, 2, 3, 4 or 6 labels on an integer scale are multiples of 1/12.
     span = float(x.max() - x.min())
     return 1 <= span <= 20 and bool(np.all(np.abs(x * 12 - np.round(x * 12)) < 1e-6))
+
+
+def tone_band_count(levels: int | None, tone_bands: int | None = None, n_bands: int = 5) -> int:
+    """Bands of the skin-tone verdict: one per tone of the scale unless ``tone_bands`` says otherwise.
+
+    A rare deep tone must never be averaged into a neighbour: +1.5 mm at MST 10 alone is about 0.6 mm
+    in a "9-10" band when MST 10 holds a quarter of it. Without a scale (``levels`` None: the tones are
+    not on known steps), the attribute is cut into ``n_bands`` as any continuous attribute.
+
+    >>> tone_band_count(10), tone_band_count(10, tone_bands=5), tone_band_count(None, n_bands=4)
+    (10, 5, 4)
+    """
+    if levels is None:
+        return int(n_bands)
+    return max(2, int(tone_bands or levels))
 
 
 def attribute_bands(
@@ -337,8 +352,13 @@ def band_unfairness(
     )
     tested = [b.label for b in bands if b.reading not in ("no samples", "too few to test")]
     worse_end = None
-    if result.significant and result.worst in (tested[0], tested[-1]):
-        worse_end = "high" if result.worst == tested[-1] else "low"
+    # An end of the scale is worse when the worst band lies in its outer fifth (the last band of five
+    # pairs; the last two of ten tones, so that a step at MST 9-10 whose worst tone is 9 still says so).
+    outer = max(1, int(np.ceil(len(tested) / 5)))
+    if result.significant and result.worst in tested[-outer:]:
+        worse_end = "high"
+    elif result.significant and result.worst in tested[:outer]:
+        worse_end = "low"
     return BandUnfairness(
         bands=bands,
         kind=spec[0][3],

@@ -393,9 +393,15 @@ def test_report_always_shows_bands_and_gate_exits_non_zero(tmp_path, capsys):
     summary = capsys.readouterr().out
     skin = [line for line in summary.splitlines() if line.startswith("Skin tone disparity")][0]
     assert "negligible" not in skin and "significant" in skin and "moderate" in skin
-    assert [line for line in summary.splitlines() if line.startswith("Skin tone: band 9-10 fares worst")]
+    # One band per tone of the scale (the planted step covers tones 9 and 10).
+    assert [
+        line
+        for line in summary.splitlines()
+        if line.startswith(("Skin tone: band 9 fares", "Skin tone: band 10 fares"))
+    ]
     report = json.loads((tmp_path / "out" / "report.json").read_text())
-    assert report["skin_tone"]["bands"]["worst_band"] == "9-10"
+    assert [b["label"] for b in report["skin_tone"]["bands"]["bands"]] == [str(t) for t in range(1, 11)]
+    assert report["skin_tone"]["bands"]["worst_band"] in ("9", "10")
     assert report["skin_tone"]["bands"]["worse_end"] == "high"
     assert report["settings"]["cluster_error_threshold"] == 2.0
     assert report["gender"]["seed_000"]["correction"] == "Holm over 3 pairs"
@@ -412,3 +418,40 @@ def test_report_always_shows_bands_and_gate_exits_non_zero(tmp_path, capsys):
         main(["gate", str(tmp_path / "out" / "report.json"), "--fail-on", "significant", "--max-score", "nope=1"]) == 2
     )
     assert main(["gate", str(tmp_path / "out" / "report.json"), "--max-score", "skin_tone=5"]) == 0
+
+
+def _rare_tone_report(tmp_path, extra):
+    """+1.5 mm at MST 10 only, 3% of 1,000 images, two photos per person (a realistic skewed mix)."""
+    rng = np.random.default_rng(5)
+    people = 500
+    weights = np.array([4, 10, 16, 18, 16, 12, 9, 6, 6, 3], dtype=float)
+    person_tone = rng.choice(np.arange(1, 11), people, p=weights / weights.sum())
+    tone = np.repeat(person_tone, 2).astype(float)
+    subject = np.repeat([f"s{i}" for i in range(people)], 2)
+    n = tone.size
+    ids = [f"img{i}" for i in range(n)]
+    person_effect = np.repeat(rng.normal(0, 0.2, people), 2)
+    error = 1.0 + 1.5 * (tone == 10) + person_effect + rng.normal(0, 0.3, n)
+    pd.DataFrame({"image_id": ids, "skin_tone": tone, "subject_id": subject}).to_csv(tmp_path / "a.csv", index=False)
+    pd.DataFrame({"image_id": ids, "error": error}).to_csv(tmp_path / "p.csv", index=False)
+    out = tmp_path / ("out" + "_".join(extra))
+    argv = ["report", "--attributes", str(tmp_path / "a.csv"), "--predictions", str(tmp_path / "p.csv")]
+    argv += ["--out", str(out), "--skin-tone", "skin_tone", "--cluster", "subject_id", "--no-progress"]
+    argv += ["--permutations", "0", "--band-permutations", "199", "--tone-levels", "10", *extra]
+    assert main(argv) == 0
+    return json.loads((out / "report.json").read_text())["skin_tone"]["bands"]
+
+
+def test_a_rare_deepest_tone_keeps_a_band_of_its_own(tmp_path, capsys):
+    """The bands never hide the rarest tone: MST 10 alone (3% of images) is its own band by default."""
+    bands = _rare_tone_report(tmp_path, [])
+    deepest = [b for b in bands["bands"] if b["label"] == "10"][0]
+    assert deepest["mean_error"] > 2.0 and bands["worst_band"] == "10"
+    assert bands["gap_significant"] and "10" in bands["bands_above_threshold"] and bands["worse_end"] == "high"
+    # Pairs of tones (the old default, still offered) average MST 10 with the more common MST 9.
+    paired = _rare_tone_report(tmp_path, ["--tone-bands", "5"])
+    deep_pair = [b for b in paired["bands"] if b["label"] == "9-10"][0]
+    assert deep_pair["mean_error"] < deepest["mean_error"] - 0.4
+    assert "9-10" not in paired["bands_above_threshold"]
+    assert main(["report", "--attributes", "x", "--predictions", "y", "--out", "z", "--tone-bands", "1"]) == 2
+    assert "--tone-bands must be at least 2" in capsys.readouterr().err

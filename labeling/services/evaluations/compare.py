@@ -72,6 +72,7 @@ def evaluation_compare(a: EvaluationRun, b: EvaluationRun, *, n_permutations: in
             if body and shared[body].notna().all() and pd.api.types.is_numeric_dtype(shared[body])
             else None,
             n_bands=int(options.get("n_bands", 5)),
+            tone_bands=int(options["tone_bands"]) if options.get("tone_bands") else None,
             alpha=alpha,
             n_permutations=n_permutations,
             n_boot=n_permutations,

@@ -70,6 +70,8 @@ DEFAULT_OPTIONS: dict[str, Any] = {
     "band_permutations": 999,
     "uncertainty_draws": 100,
     "n_bands": 5,
+    # Bands of the skin-tone verdict on the project's scale: None, one per tone.
+    "tone_bands": None,
     "seed": 0,
     "gender_column": None,
     "body_shape_column": None,
@@ -231,6 +233,7 @@ def options_clean(raw: dict[str, Any], release: Release, *, error_kind: str = "r
     _number(options, "band_permutations", int, low=99, high=9999, problems=problems)
     _number(options, "uncertainty_draws", int, low=1, high=1000, problems=problems)
     _number(options, "n_bands", int, low=2, high=10, problems=problems)
+    _number(options, "tone_bands", int, low=2, high=100, problems=problems)
     _number(options, "seed", int, low=0, problems=problems)
     categorical, numeric = release_attributes(release)
     gender = options.get("gender_column")
@@ -473,6 +476,7 @@ def evaluation_run(run: EvaluationRun) -> EvaluationRun:
         progress=False,
         groups=list(o.get("groups") or []),
         n_bands=o["n_bands"],
+        tone_bands=o.get("tone_bands"),
         permutations=o["permutations"],
         band_permutations=o["band_permutations"],
         tone_min="min" if uncertainty else None,
