@@ -174,6 +174,11 @@ DEVELOPMENT = [
         null=False,
         goal="deep 1.5",
     ),
+    # Was held out (below); moved here after its first run read "negligible" 3 times in 4 with bands of
+    # two tones, which led to one band per tone. It is no longer a held-out check.
+    Design(
+        "+1.5 at MST 10 only, skew (MST 10 ~2.5%)", mix=REALISTIC_MIX, step_at=(10,), step=1.5, null=False, goal="power"
+    ),
     Design("+0.5 at MST 1-2", step_at=(1, 2), step=0.5, null=False, goal="power"),
     Design("+0.9 at MST 1-2", step_at=(1, 2), step=0.9, null=False, goal="power"),
     Design("+1.5 at MST 1-2", step_at=(1, 2), step=1.5, null=False, goal="power"),
@@ -226,6 +231,45 @@ HELD_OUT = [
     ),
 ]
 
+#: A second held-out set, written down after one band per tone was chosen and before any of it was run
+#: (the first set's MST 10 design had led to that change, so it no longer checks it).
+HELD_OUT_2 = [
+    Design(
+        "HELD OUT 2: +1.5 at MST 8 only, skew, 2 photos",
+        people=500,
+        photos=2,
+        mix=REALISTIC_MIX,
+        step_at=(8,),
+        step=1.5,
+        null=False,
+        goal="power",
+    ),
+    Design(
+        "HELD OUT 2: +1.0 at MST 9-10, skew, 1-4 photos, person sd 0.5",
+        people=400,
+        photos=4,
+        photos_varying=True,
+        mix=REALISTIC_MIX,
+        person_sd=0.5,
+        step_at=(9, 10),
+        step=1.0,
+        null=False,
+        goal="power",
+    ),
+    Design(
+        "HELD OUT 2: lognormal errors, skew, 3 photos",
+        people=330,
+        photos=3,
+        lognormal=True,
+        mix=REALISTIC_MIX,
+        goal="null",
+    ),
+    Design(
+        "HELD OUT 2: poor for everyone, skew, 2 photos", people=500, photos=2, base=2.6, mix=REALISTIC_MIX, goal="poor"
+    ),
+    Design("HELD OUT 2: small skewed sample (200 images)", people=200, mix=REALISTIC_MIX, goal="null"),
+]
+
 ATTRIBUTES = ("skin_tone", "gender", "body_shape")
 
 
@@ -257,7 +301,7 @@ def run_design(design: Design, runs: int, seed: int) -> dict:
         levels[tone["level"]] = levels.get(tone["level"], 0) + 1
         counts["tone_negligible"] += tone["level"] == "negligible"
         counts["tone_moderate_or_severe"] += tone["level"] in ("moderate", "severe")
-        counts["tone_right_band"] += tone["significant"] and tone["worst_band"] == _band(design)
+        counts["tone_right_band"] += tone["significant"] and tone["worst_band"] in _right_bands(design)
         counts["seed_slope"] += report["skin_tone"]["seed_000"]["significant"]
         grid = (report["intersectional"] or {}).get("verdict") or {}
         counts["grid_significant"] += bool(grid.get("significant"))
@@ -278,12 +322,9 @@ def run_design(design: Design, runs: int, seed: int) -> dict:
     return counts
 
 
-def _band(design: Design) -> str | None:
-    if design.step_at is None:
-        return None
-    low = min(design.step_at)
-    band_low = (low - 1) // 2 * 2 + 1
-    return f"{band_low}-{band_low + 1}"
+def _right_bands(design: Design) -> set[str]:
+    """The skin-tone bands holding the planted step (one band per tone, the report's default)."""
+    return {str(t) for t in design.step_at or ()}
 
 
 def _region_label(design: Design) -> tuple:
@@ -347,7 +388,8 @@ def report_design(design: Design, result: dict) -> list[str]:
     elif goal == "power":
         lines.append(
             f"  power: skin tone significant {rate(result['skin_tone_significant'], runs)}; "
-            f"right band {rate(result['tone_right_band'], runs)}"
+            f"right band {rate(result['tone_right_band'], runs)}; read negligible "
+            f"{rate(result['tone_negligible'], runs)}"
         )
     return lines, ok
 
@@ -374,16 +416,17 @@ def main(argv=None) -> int:
     parser.add_argument("--runs", type=int, default=200, help="data sets per design with an effect")
     parser.add_argument("--null-runs", type=int, default=400, help="data sets per null design")
     parser.add_argument("--held-out", action="store_true", help="run the held-out designs (after development)")
+    parser.add_argument("--held-out-2", action="store_true", help="run the second held-out set")
     parser.add_argument("--only", default="", help="run only designs whose name contains this text")
     parser.add_argument("--dbscan-runs", type=int, default=30, help="data sets of the DBSCAN comparison (0: none)")
     args = parser.parse_args(argv)
-    designs = HELD_OUT if args.held_out else DEVELOPMENT
+    designs = HELD_OUT_2 if args.held_out_2 else HELD_OUT if args.held_out else DEVELOPMENT
     designs = [d for d in designs if args.only.lower() in d.name.lower()]
     failures = []
     pooled = {key: [0, 0] for key in (*(f"{a}_significant" for a in ATTRIBUTES), "grid_significant")}
     for i, design in enumerate(designs):
         runs = args.null_runs if design.null else args.runs
-        result = run_design(design, runs, seed=1000 + i + (500 if args.held_out else 0))
+        result = run_design(design, runs, seed=1000 + i + (500 if args.held_out else 700 if args.held_out_2 else 0))
         lines, ok = report_design(design, result)
         print("\n".join(lines), flush=True)
         if ok is False:
@@ -396,7 +439,7 @@ def main(argv=None) -> int:
         print("\nPooled over the null designs (with --cluster where people repeat):")
         for key, (k, n) in pooled.items():
             print(f"  {key.replace('_significant', ''):<10} significant {rate(k, n)}")
-    if args.dbscan_runs and not args.held_out and not args.only:
+    if args.dbscan_runs and not (args.held_out or args.held_out_2) and not args.only:
         print("\n".join(dbscan_comparison(args.dbscan_runs)), flush=True)
     print("\nGoals not met: " + (", ".join(failures) if failures else "none"))
     return 1 if failures else 0
