@@ -10,6 +10,7 @@ import numpy as np
 from metrics.agreement import clustered_proportion
 from metrics.agreement.bootstrap import INTERVAL_METHOD
 from metrics.intervals import wilson_interval
+from metrics.report.composition import UNDER_REPRESENTED_FRACTION
 
 #: "Too little data", the two rules (issue 12). Agreement statistics over fewer images than
 #: ``MIN_IMAGES`` (with 2+ valid labels) are not shown at all (alpha, kappa, bias, rates alike).
@@ -48,8 +49,8 @@ WIDE_RANGE = 3
 N_RESAMPLES = 1000
 CONFIDENCE = 0.95
 #: A tone is "under-represented" when its share of labels is below this fraction
-#: of an even share (1 / n_tones).
-UNDER_REPRESENTED = 0.5
+#: of an even share (1 / n_tones): the report's rule, defined once in metrics.report.composition.
+UNDER_REPRESENTED = UNDER_REPRESENTED_FRACTION
 
 
 def num(x: Any, digits: int = 6) -> float | None:

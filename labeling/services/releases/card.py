@@ -436,7 +436,7 @@ def _final(facts: dict) -> list[Block]:
                     t["name"],
                     _swatch(t["hex"]),
                     _prop(t["share"]),
-                    "under-represented" if t["under_represented"] else "",
+                    t.get("reading", "") if t["under_represented"] else "",
                 ]
                 for t in f["tones"]
             ],
@@ -448,6 +448,14 @@ def _final(facts: dict) -> list[Block]:
         if not t["under_represented"]:
             continue
         share = t["share"]
+        if t.get("reading") == "absent":
+            blocks.append(
+                _note(
+                    f"Tone {t['code']} ({t['name']}) is absent: 0 of {share['n']} images have it; no score on this "
+                    f"dataset says anything about this tone."
+                )
+            )
+            continue
         certainty = (
             "the whole interval lies below the threshold"
             if t["clearly_under_represented"]

@@ -22,6 +22,7 @@ import numpy as np
 from django.db.models import Count
 
 from metrics.intervals import wilson_interval
+from metrics.report.composition import REPRESENTATION_RULE, representation_reading
 
 from ...models import Assignment, Image, Label, LabelRevision, Membership, Phase, Project, Reflection, Subject
 from ..baselines import FLAG_NAMES, baseline_audit, baseline_correlations, baseline_summary
@@ -708,13 +709,15 @@ def _final(final: dict[str, Any], rule: dict[str, Any], tones: list[dict[str, An
     rows = []
     for tone in tones:
         share = proportion(counts.get(tone["position"], 0), total)
-        under = bool(total) and share["k"] / total < threshold
+        # The report's rule (metrics.report.composition), so the card and an evaluation never disagree.
+        reading = representation_reading(share["k"], total, share["ci_high"], n_tones) if total and n_tones > 1 else ""
         rows.append(
             {
                 **tone,
                 "share": share,
-                "under_represented": under,
-                "clearly_under_represented": under and share["ci_high"] < threshold,
+                "reading": reading,
+                "under_represented": reading in ("absent", "under-represented", "below half an even share"),
+                "clearly_under_represented": reading == "under-represented",
             }
         )
     unknown = sorted(set(counts) - {t["position"] for t in tones})
@@ -731,7 +734,7 @@ def _final(final: dict[str, Any], rule: dict[str, Any], tones: list[dict[str, An
         "tones": rows,
         "unknown_tones": [{"position": p, "n": counts[p]} for p in unknown],
         "under_represented_threshold": threshold,
-        "under_represented_rule": f"share below {UNDER_REPRESENTED:g} x an even share (1/{n_tones})",
+        "under_represented_rule": REPRESENTATION_RULE,
         "under_represented": [row["position"] for row in rows if row["under_represented"]],
     }
 
