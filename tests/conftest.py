@@ -114,3 +114,12 @@ def _audit_log_flushable(request, _django_db_marker):
         cursor.execute(f"DELETE FROM {guard.TABLE}")
         for statement in guard.SQLITE_CREATE:
             cursor.execute(statement)
+
+
+@pytest.fixture
+def coefficients_from_few_images(monkeypatch):
+    """Lower the floor under agreement coefficients (30 units, ``numbers.COEFFICIENT_MIN_UNITS``) to 2, for
+    tests of the computation itself on small fixtures; the floor is tested at its own value."""
+    from labeling.services.consensus import numbers
+
+    monkeypatch.setattr(numbers, "COEFFICIENT_MIN_UNITS", 2)

@@ -255,6 +255,7 @@ def dashboard_context(dashboard: dict) -> dict:
         "max_interval_points": round(svc.MAX_INTERVAL_WIDTH * 100),
         "max_coefficient_width": f"{svc.MAX_COEFFICIENT_WIDTH:g}",
         "zero_width_min_images": svc.ZERO_WIDTH_MIN_IMAGES,
+        "coefficient_min_units": svc.COEFFICIENT_MIN_UNITS,
         "wide_range": svc.WIDE_RANGE,
     }
 

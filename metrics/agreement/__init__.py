@@ -67,17 +67,21 @@ from .consensus import (
 from .distributions import k_of_n_agreement, unique_values_distribution
 from .kappa import cohen_kappa_weighted, fleiss_kappa, kappa_matrix, percent_exact, percent_within_one
 from .krippendorff import (
+    ALPHA_INTERVAL_READINGS,
     ALPHA_RELIABLE,
     ALPHA_TENTATIVE,
     alpha_from_counts,
     alpha_leave_one_out,
+    alpha_q,
     interpret_alpha,
     krippendorff_alpha,
+    read_alpha_interval,
     value_counts,
 )
 from .labelers import OUTLIER_DISTANCE, TestRetestResult, labeler_bias, outlier_labels, test_retest
 
 __all__ = [
+    "ALPHA_INTERVAL_READINGS",
     "ALPHA_RELIABLE",
     "ALPHA_TENTATIVE",
     "OUTLIER_DISTANCE",
@@ -99,7 +103,9 @@ __all__ = [
     "consensus_table",
     "fleiss_kappa",
     "image_consensus",
+    "alpha_q",
     "interpret_alpha",
+    "read_alpha_interval",
     "k_of_n_agreement",
     "kappa_matrix",
     "kappa_matrix_intervals",

@@ -79,6 +79,7 @@ def assert_coefficient(s: dict, expected: float, abs_: float = 1e-6) -> None:
         assert s["high"] - s["low"] <= MAX_COEFFICIENT_WIDTH
 
 
+@pytest.mark.usefixtures("coefficients_from_few_images")
 def test_alpha_and_kappa_match_reference_libraries(client, lead, project, cal1):
     data = _reliability(cal1)
     summary = _api(client, lead, project, cal1)["selected"]
@@ -160,6 +161,7 @@ def test_too_little_data_is_said_not_shown(client, lead, project, labelers):
     assert b"nan" not in page.content.lower().replace(b"nanp", b"")
 
 
+@pytest.mark.usefixtures("coefficients_from_few_images")
 def test_repeats_stay_out_of_agreement_and_feed_test_retest(client, lead, project, labelers):
     add_images(project, 8)
     cal1 = open_calibration_1(project, size=8, cal1=6, repeated=5, labels_per_image=4)
@@ -555,6 +557,7 @@ def test_the_floor_rule_is_on_the_interval_width(k, n, shown):
 # --------------------------------------------------------------------------- issue 12: coefficients too
 
 
+@pytest.mark.usefixtures("coefficients_from_few_images")
 def test_every_coefficient_carries_its_interval_and_the_width_rule(client, lead, project, study):
     """Alpha (both levels), Fleiss' kappa, alpha without each labeler and the test-retest kappas: a BCa
     interval holding the value, shown only when at most MAX_COEFFICIENT_WIDTH wide; the matrix likewise."""
@@ -598,6 +601,7 @@ def test_every_coefficient_carries_its_interval_and_the_width_rule(client, lead,
             assert (kappa["matrix"][i][j] is None) == wide
 
 
+@pytest.mark.usefixtures("coefficients_from_few_images")
 def test_a_too_wide_coefficient_says_too_little_data_on_the_page(client, lead, project, cal1):
     # 8 images: the calibration-1 alpha and kappas have wide intervals; each one hidden shows its interval.
     summary = _api(client, lead, project, cal1)["selected"]
@@ -614,6 +618,7 @@ def test_a_too_wide_coefficient_says_too_little_data_on_the_page(client, lead, p
         assert "too little data</td>" in page
 
 
+@pytest.mark.usefixtures("coefficients_from_few_images")
 def test_a_coefficient_whose_every_resample_agrees_is_not_certain_on_few_images(client, lead, project, labelers):
     """Perfect agreement on 10 images: the bootstrap interval is [1, 1], which says nothing (issue 12)."""
     from labeling.services.consensus.numbers import (

@@ -13,6 +13,7 @@ from labeling.services.phases import phase_close, phase_get, phase_open
 from labeling.services.releases.card import PLOT_NAMES, SECTIONS, card_render
 from labeling.services.releases.card_facts import card_facts
 from labeling.services.releases.rules import CARD_FIELDS, rule_clean
+from metrics.agreement import ALPHA_INTERVAL_READINGS, read_alpha_interval
 from tests.labeling.helpers import add_images, open_calibration_1, submit
 
 # Tones each labeler gives to the 8 calibration-1 images (rows: L1..L4); (a, b) = adjacent pair.
@@ -128,6 +129,7 @@ def by_kind(facts, kind):
     return next(p for p in facts["agreement"]["phases"] if p["kind"] == kind)
 
 
+@pytest.mark.usefixtures("coefficients_from_few_images")
 def test_every_section_is_present_and_the_numbers_are_the_databases(study):
     project, cal1 = study["project"], study["cal1"]
     facts = make_facts(project)
@@ -164,7 +166,10 @@ def test_every_section_is_present_and_the_numbers_are_the_databases(study):
     assert facts_cal1["consensus"]["near"]["value"] == pytest.approx(service["near_consensus"]["value"], abs=1e-6)
     assert facts_cal1["n_images_2plus"] == 8 and facts_cal1["consensus"]["near"]["n"] == 8
     assert f"{service['alpha']['ordinal']['value']:.3f}" in section(markdown, "Agreement")
-    assert facts_cal1["alpha"]["ordinal"]["interpretation"] in ("reliable", "tentative", "not reliable")
+    # Read from the interval (issue 22), in the interval reading's words.
+    ordinal = facts_cal1["alpha"]["ordinal"]
+    assert ordinal["interpretation"] == read_alpha_interval(ordinal["ci_low"], ordinal["ci_high"])
+    assert ALPHA_INTERVAL_READINGS[ordinal["interpretation"]] in section(markdown, "Agreement")
     # Process: labels, labelers, seeds straight from the rows.
     process = {p["kind"]: p for p in facts["process"]["phases"]}
     assert process["calibration_1"]["n_labels"] == Label.objects.filter(phase=cal1).count() == 32
@@ -391,6 +396,7 @@ def test_pooled_test_retest_keeps_the_services_clustered_interval():
     assert few["value"] is None and few["too_wide"] and few["ci_low"] is not None
 
 
+@pytest.mark.usefixtures("coefficients_from_few_images")
 def test_alpha_on_the_card_follows_the_coefficient_rule(study):
     """Issue 12: the card's alphas are the service's, with the BCa interval, and one whose interval is wider
     than MAX_COEFFICIENT_WIDTH says "too little data" with its interval (8 images: interval alpha does)."""

@@ -110,6 +110,7 @@ def summaries(project):
     return out
 
 
+@pytest.mark.usefixtures("coefficients_from_few_images")
 def test_a_release_with_images_imports_into_a_new_project_with_equal_consensus(source, tmp_path):
     project, lead = source["project"], source["lead"]
     data = release_zip(project, lead)

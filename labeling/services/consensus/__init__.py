@@ -38,6 +38,7 @@ from .dashboard import project_consensus
 from .labelers import labeler_drift, test_retest_compute
 from .loading import PhaseLabels, phase_labels_load, value_categories
 from .numbers import (
+    COEFFICIENT_MIN_UNITS,
     CONFIDENCE,
     MAX_COEFFICIENT_WIDTH,
     MAX_INTERVAL_WIDTH,
@@ -62,6 +63,7 @@ __all__ = [
     "IMAGE_COLUMNS",
     "MAX_COEFFICIENT_WIDTH",
     "ZERO_WIDTH_MIN_IMAGES",
+    "COEFFICIENT_MIN_UNITS",
     "MAX_INTERVAL_WIDTH",
     "MIN_IMAGES",
     "N_RESAMPLES",

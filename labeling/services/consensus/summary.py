@@ -15,6 +15,7 @@ from metrics import agreement
 from metrics.agreement.bootstrap import INTERVAL_METHOD
 
 from ...models import Phase
+from . import numbers
 from .labelers import labelers_statistics
 from .loading import PhaseLabels, distribution, phase_labels_load, value_categories
 from .numbers import (
@@ -26,6 +27,7 @@ from .numbers import (
     UNDER_REPRESENTED,
     WIDE_RANGE,
     ZERO_WIDTH_MIN_IMAGES,
+    below_floor,
     clustered_share,
     coefficient_stat,
     json_clean,
@@ -232,8 +234,8 @@ def alpha_block(counts: np.ndarray, domain: np.ndarray, n_images: int, *, lean: 
     kept for the release's streamed data card, which passes it.
     """
     del lean  # both levels use the pattern bootstrap now
-    if n_images < MIN_IMAGES:
-        reason = too_little(n_images)
+    if n_images < max(MIN_IMAGES, numbers.COEFFICIENT_MIN_UNITS):
+        reason = too_little(n_images) if n_images < MIN_IMAGES else below_floor(n_images, "images with 2+ labels")
         return {
             "ordinal": coefficient_stat(math.nan, None, None, n_images, reason=reason, interpretation=None),
             "interval": coefficient_stat(math.nan, None, None, n_images, reason=reason),
@@ -251,9 +253,20 @@ def alpha_block(counts: np.ndarray, domain: np.ndarray, n_images: int, *, lean: 
             confidence=CONFIDENCE,
             seed=0,
         )
-        levels[level] = coefficient_stat(boot.estimate, boot.low, boot.high, n_images)
+        levels[level] = coefficient_stat(
+            boot.estimate, boot.low, boot.high, n_images, conclusive_below=agreement.ALPHA_TENTATIVE
+        )
+        if level == "ordinal":
+            # Hayes & Krippendorff's q: how likely alpha falls short of each threshold (bootstrap).
+            levels[level]["q"] = {
+                "tentative": num(agreement.alpha_q(boot.resampled, agreement.ALPHA_TENTATIVE), 4),
+                "reliable": num(agreement.alpha_q(boot.resampled, agreement.ALPHA_RELIABLE), 4),
+            }
     ordinal = levels["ordinal"]
-    ordinal["interpretation"] = None if ordinal["value"] is None else agreement.interpret_alpha(ordinal["value"])
+    # Read from the interval, never from the point estimate (issue 22).
+    ordinal["interpretation"] = (
+        None if ordinal["value"] is None else agreement.read_alpha_interval(ordinal["low"], ordinal["high"])
+    )
     return {**levels, "confidence": CONFIDENCE, "n_resamples": N_RESAMPLES, "max_width": MAX_COEFFICIENT_WIDTH}
 
 

@@ -313,6 +313,12 @@ def _alpha_text(alpha: dict) -> str:
             f"{alpha['interval_method']}, {alpha['n_resamples']} resamples)"
         )
     text += f": {ordinal['reading'] or ordinal['interpretation']}."
+    q = ordinal.get("q") or {}
+    if q.get("tentative") is not None and q.get("reliable") is not None:
+        text += (
+            f" Bootstrap chance that alpha falls below .667: {q['tentative']:.1%}; below .800: {q['reliable']:.1%} "
+            "(Hayes & Krippendorff's q). The interval resamples images and is conditional on this labeler panel."
+        )
     interval = alpha["interval"]
     if interval["value"] is not None:
         text += f" Interval alpha alongside: {interval['value']:.3f}"

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from django.db.models import Count
 
+from metrics.agreement import ALPHA_INTERVAL_READINGS
 from metrics.intervals import wilson_interval
 from metrics.report.composition import REPRESENTATION_RULE, representation_reading
 
@@ -68,11 +69,8 @@ NO_SUBJECT = "(no subject)"
 
 #: How alpha's and the kappas' 95% intervals are computed (``metrics.agreement.bootstrap``).
 ALPHA_INTERVAL = "image bootstrap, BCa (bias-corrected and accelerated)"
-ALPHA_READINGS = {
-    "reliable": "reliable (alpha at least .800)",
-    "tentative": "tentative (alpha from .667 to .800): draw only tentative conclusions",
-    "not reliable": "not reliable (alpha below .667)",
-}
+#: Alpha's readings come from its interval (metrics.agreement.read_alpha_interval), in its words.
+ALPHA_READINGS = ALPHA_INTERVAL_READINGS
 
 #: One-line meaning of each column of the release's tables (``tables.py``); subject attributes are added.
 FIELD_MEANINGS: dict[str, dict[str, str]] = {
@@ -585,6 +583,7 @@ def _alpha(block: dict[str, Any]) -> dict[str, Any]:
             "ci_high": ordinal.get("high"),
             "interpretation": reading,
             "reading": ALPHA_READINGS.get(reading) if reading else None,
+            "q": ordinal.get("q"),
             "reason": ordinal["reason"],
             "too_wide": bool(ordinal.get("too_wide")),
         },
