@@ -442,6 +442,17 @@ def _tone_levels(key: str, x: np.ndarray, options: ReportOptions) -> tuple[int |
     )
 
 
+def skin_tone_band_count(x: np.ndarray, clusters, levels: int | None, options: ReportOptions) -> int:
+    """Bands of the skin-tone verdict: one per tone of the scale where n allows (see
+    :func:`metrics.unfairness.tone_band_count` and :func:`metrics.unfairness.testable_band_count`)."""
+    from metrics.unfairness import testable_band_count, tone_band_count
+
+    n_bands = tone_band_count(levels, options.tone_bands, options.n_bands)
+    if levels is None or options.tone_bands is not None:
+        return n_bands
+    return testable_band_count(x, levels, n_bands, clusters)
+
+
 def report_levels(options: ReportOptions, tone: np.ndarray) -> int | None:
     """The scale the skin-tone bands are cut on (see :func:`_tone_levels`)."""
     return _tone_levels("skin_tone", tone, options)[0]
@@ -454,7 +465,6 @@ def _continuous_part(key, column, merged, errors, rows, people, options: ReportO
         continuous_unfairness,
         continuous_verdict,
         robust_slope,
-        tone_band_count,
     )
 
     x = merged[column].to_numpy(dtype=np.float64)[rows]
@@ -463,7 +473,16 @@ def _continuous_part(key, column, merged, errors, rows, people, options: ReportO
     levels, source, warned = _tone_levels(key, x, options)
     seed_line = continuous_unfairness(y, x, alpha=options.alpha)
     trend = robust_slope(y, x, clusters=cluster, alpha=options.alpha)
-    n_bands = tone_band_count(levels, options.tone_bands, options.n_bands) if key == "skin_tone" else options.n_bands
+    n_bands = options.n_bands
+    if key == "skin_tone":
+        n_bands = skin_tone_band_count(x, cluster, levels, options)
+        if options.tone_bands is None and levels is not None and n_bands < levels:
+            width = int(np.ceil(levels / n_bands))
+            warned = [
+                *warned,
+                f"skin tone: too few images per tone for one band per tone (fewer than two tones with 2 or more "
+                f"{'people' if cluster is not None else 'samples'}); bands of {width} tones instead",
+            ]
     bands = band_unfairness(
         y,
         x,
@@ -548,7 +567,7 @@ def _continuous_part(key, column, merged, errors, rows, people, options: ReportO
 
 
 def _uncertainty_part(merged, errors, people, options: ReportOptions, rows_of, verdict) -> dict:
-    from metrics.unfairness import label_uncertainty, tone_band_count
+    from metrics.unfairness import label_uncertainty
     from metrics.unfairness.uncertainty import conclusion_of
 
     rows = rows_of(options.skin_tone) & rows_of(options.tone_min) & rows_of(options.tone_max)
@@ -565,7 +584,12 @@ def _uncertainty_part(merged, errors, people, options: ReportOptions, rows_of, v
             threshold=options.threshold,
             alpha=options.alpha,
             n_draws=options.uncertainty_draws,
-            n_bands=tone_band_count(levels, options.tone_bands, options.n_bands),
+            n_bands=skin_tone_band_count(
+                merged[options.skin_tone].to_numpy(dtype=np.float64)[rows],
+                None if people is None else people[rows],
+                levels,
+                options,
+            ),
             seed=options.seed,
             labeler_tones={c: merged[c].to_numpy(dtype=np.float64)[rows] for c in options.labeler_columns} or None,
             clusters=None if people is None else people[rows],

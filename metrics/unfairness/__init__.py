@@ -40,7 +40,7 @@ the clustering itself is ``metrics._dbscan``) and ``severity``; ``_checks``
 validates the inputs they share.
 """
 
-from .bands import AttributeBand, BandUnfairness, attribute_bands, band_unfairness, tone_band_count
+from .bands import AttributeBand, BandUnfairness, attribute_bands, band_unfairness, testable_band_count, tone_band_count
 from .categorical import CategoricalUnfairness, PairUnfairness, categorical_unfairness, group_disparity
 from .continuous import ContinuousUnfairness, continuous_unfairness
 from .disparity import GroupReading, PairGap, PairwiseDisparity, pairwise_disparity, performance_reading
@@ -119,5 +119,6 @@ __all__ = [
     "min_samples_sweep",
     "severity",
     "standardise",
+    "testable_band_count",
     "tone_band_count",
 ]

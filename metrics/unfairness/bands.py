@@ -163,6 +163,38 @@ def tone_band_count(levels: int | None, tone_bands: int | None = None, n_bands: 
     return max(2, int(tone_bands or levels))
 
 
+def testable_band_count(
+    attribute: Sequence[float] | np.ndarray,
+    levels: int,
+    n_bands: int,
+    clusters: Sequence[object] | np.ndarray | None = None,
+) -> int:
+    """The finest cut of a scale, from ``n_bands``, with at least two bands of 2 samples (people) or more.
+
+    One band per tone where n allows: a small study whose tones hold one image each is cut into pairs of
+    tones, then threes, until two bands can be compared (the band test needs 2 per band); the report says
+    so. A study that has them keeps ``n_bands``.
+
+    >>> testable_band_count([1, 2, 3, 4, 4, 6, 8], levels=10, n_bands=10)
+    5
+    >>> testable_band_count([1, 1, 4, 4, 10], levels=10, n_bands=10)
+    10
+    """
+    x = np.asarray(attribute, dtype=np.float64)
+    units = None if clusters is None else np.asarray(clusters, dtype=object)
+    n = int(n_bands)
+    while True:
+        index, _ = attribute_bands(x, n, levels)
+        if units is None:
+            sizes = np.bincount(index)
+        else:
+            sizes = np.array([len(set(units[index == k].tolist())) for k in range(int(index.max()) + 1)])
+        if np.count_nonzero(sizes >= 2) >= 2 or n <= 2:
+            return n
+        width = int(np.ceil(levels / n)) + 1
+        n = max(2, int(np.ceil(levels / width)))
+
+
 def attribute_bands(
     attribute: Sequence[float] | np.ndarray, n_bands: int = 5, levels: int | None = None
 ) -> tuple[np.ndarray, list[tuple]]:
