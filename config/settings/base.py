@@ -158,6 +158,9 @@ FAIRTONE = {
     # The labeling hot path's one statement is prepared once per database connection
     # (labeling.services.submit_fast). 0 behind a pooler in transaction mode that cannot keep prepared statements.
     "PREPARED_SUBMIT": os.environ.get("FAIRTONE_PREPARED_SUBMIT", "1") != "0",
+    # The labeling hot path (services.submit_fast) in front of the general view; FAIRTONE_FAST_SUBMIT=0
+    # sends every submit to the general view (the same answers, slower: bench/bench_soak.py).
+    "FAST_SUBMIT": os.environ.get("FAIRTONE_FAST_SUBMIT", "1") != "0",
 }
 
 # https://www.django-rest-framework.org/api-guide/settings/

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import json
 
+from django.conf import settings
 from django.http import HttpResponse
 from django.utils.cache import patch_vary_headers
 from rest_framework.authentication import CSRFCheck
@@ -109,7 +110,7 @@ def with_fast_submit(general):
 
     @functools.wraps(general)
     def view(request, *args, **kwargs):
-        if request.method == "POST" and set(kwargs) == {"pk"}:
+        if request.method == "POST" and set(kwargs) == {"pk"} and settings.FAIRTONE.get("FAST_SUBMIT", True):
             response = answer_fast(request, kwargs["pk"])
             if response is not None:
                 return response
