@@ -48,6 +48,8 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # Content-Security-Policy: only this app's own scripts and resources (labeling.middleware).
     "labeling.middleware.ContentSecurityPolicyMiddleware",
+    # NUL (U+0000) in the path, a query parameter, a form field or a JSON string: 400 (labeling.middleware).
+    "labeling.middleware.NulRefusedMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
