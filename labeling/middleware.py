@@ -95,3 +95,100 @@ class AuditContextMiddleware:
             return self.get_response(request)
         finally:
             audit_request_end(token)
+
+
+NUL = "\x00"
+
+
+def _nul_in_json(value) -> bool:
+    """Whether a decoded JSON document holds NUL in any string, key or value (walked without recursion)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if NUL in item:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+def _nul_in_fields(fields, what: str) -> str | None:
+    for key, values in fields.lists():
+        if NUL in key or any(isinstance(v, str) and NUL in v for v in values):
+            return f"{what} '{key.replace(NUL, '')}'"
+    return None
+
+
+def _nul_in_body(request) -> str | None:
+    from django.conf import settings
+    from django.http import QueryDict
+
+    content_type = request.content_type or ""
+    if request.method == "POST" and content_type in ("application/x-www-form-urlencoded", "multipart/form-data"):
+        found = _nul_in_fields(request.POST, "the form field")
+        if found is None:
+            found = next((f"the file name '{k}'" for k, f in request.FILES.items() if NUL in (f.name or "")), None)
+        return found
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return None
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    if length <= 0 or (limit is not None and length > limit):
+        return None  # nothing to read here, or the view's own limits apply
+    if content_type == "application/x-www-form-urlencoded":  # a PUT or PATCH form, which request.POST skips
+        return _nul_in_fields(QueryDict(request.body, encoding=request.encoding), "the form field")
+    if content_type == "application/json" or content_type.endswith("+json"):
+        body = request.body
+        if b"\x00" in body:
+            return "the JSON body"
+        if b"\\u0000" in body:  # the only other way a JSON string holds NUL
+            import json
+
+            try:
+                document = json.loads(body)
+            except (ValueError, RecursionError):
+                return None  # the parser answers 400 for what is not JSON
+            if _nul_in_json(document):
+                return "a string of the JSON body"
+    return None
+
+
+def nul_where(request) -> str | None:
+    """Where a request carries a NUL character (U+0000), or None: the path, a query parameter, a form field
+    or file name, a string of a JSON body. PostgreSQL cannot store NUL in text, so it is refused here, once."""
+    if NUL in request.path_info or NUL in request.path:
+        return "the path"
+    found = _nul_in_fields(request.GET, "the query parameter")
+    if found is None and request.method not in ("GET", "HEAD", "OPTIONS"):
+        found = _nul_in_body(request)
+    return found
+
+
+class NulRefusedMiddleware:
+    """400 for a request with NUL in any text it sends (``labeling.middleware.nul_where``), anonymous or not,
+    before a view, a session or a query sees it: PostgreSQL refuses NUL in text with an error (a 500)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        from django.http.multipartparser import MultiPartParserError
+
+        try:
+            where = nul_where(request)
+        except MultiPartParserError as exc:  # read here, so answered here (the parser would say the same)
+            return _bad_request(request, f"The multipart body cannot be read: {exc}")
+        if where is None:
+            return self.get_response(request)
+        return _bad_request(request, f"NUL characters (U+0000) are not allowed: {where} holds one.")
+
+
+def _bad_request(request, message: str) -> HttpResponse:
+    if request.path.startswith("/api/") or "application/json" in request.headers.get("Accept", ""):
+        return JsonResponse({"detail": message}, status=400)
+    return HttpResponse(message, status=400, content_type="text/plain; charset=utf-8")

@@ -48,6 +48,8 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # Content-Security-Policy: only this app's own scripts and resources (labeling.middleware).
     "labeling.middleware.ContentSecurityPolicyMiddleware",
+    # NUL (U+0000) in the path, a query parameter, a form field or a JSON string: 400 (labeling.middleware).
+    "labeling.middleware.NulRefusedMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -187,6 +189,8 @@ REST_FRAMEWORK = {
     # drf-spectacular's, with the error answers every view can give (labeling.api.schema).
     "DEFAULT_SCHEMA_CLASS": "labeling.api.schema.AutoSchema",
     "EXCEPTION_HANDLER": "labeling.api.errors.exception_handler",
+    # DRF's OPTIONS answer, without the actions of a view that has no serializer (labeling.api.metadata).
+    "DEFAULT_METADATA_CLASS": "labeling.api.metadata.Metadata",
     "DEFAULT_THROTTLE_RATES": {"login": "20/min"},
     # How many proxies in front of the app append to X-Forwarded-For: the client address is the entry the
     # outermost trusted one added. 0 (the default): REMOTE_ADDR only; a client's own header is never trusted.

@@ -20,7 +20,19 @@ from .views.releases import ReleaseViewSet
 from .views.scales import ScaleViewSet
 from .views.submit_fast import with_fast_submit
 
-router = DefaultRouter()
+
+class DigitIdRouter(DefaultRouter):
+    """A router whose ids are digits unless a viewset says otherwise: ``/api/images/abc/`` is a 404 from the
+    URL resolver, before any view or query runs."""
+
+    def get_lookup_regex(self, viewset, lookup_prefix=""):
+        if getattr(viewset, "lookup_value_regex", None) is None:
+            viewset = type(viewset.__name__, (viewset,), {"lookup_value_regex": "[0-9]+"})
+        return super().get_lookup_regex(viewset, lookup_prefix)
+
+
+# Every id in a route is digits: the nested prefixes below say so too (``(?P<project_pk>[0-9]+)``).
+router = DigitIdRouter()
 # The phases first: a labeler's submit (phase-labels) is the most frequent request, and Django tries the
 # routes in order (no two prefixes below overlap, so the order decides nothing else).
 router.register("phases", PhaseViewSet, basename="phase")
@@ -33,12 +45,12 @@ router.register("projects", ProjectDashboardViewSet, basename="api")
 # The data manager: /api/projects/{id}/data/ and /api/projects/{id}/data/bulk/
 router.register("projects", DataManagerViewSet, basename="data")
 # A project's dataset releases: /api/projects/{id}/releases/ (release-list, release-detail, release-files, ...)
-router.register(r"projects/(?P<project_pk>[^/.]+)/releases", ReleaseViewSet, basename="release")
+router.register(r"projects/(?P<project_pk>[0-9]+)/releases", ReleaseViewSet, basename="release")
 # Fairness evaluation runs (public, for CI): /api/projects/{id}/evaluations/ (evaluation-list, -detail, -report, -gate, ...)
-router.register(r"projects/(?P<project_pk>[^/.]+)/evaluations", EvaluationViewSet, basename="evaluation")
-router.register(r"projects/(?P<project_pk>[^/.]+)/evaluation-gates", EvaluationGateViewSet, basename="evaluation-gate")
+router.register(r"projects/(?P<project_pk>[0-9]+)/evaluations", EvaluationViewSet, basename="evaluation")
+router.register(r"projects/(?P<project_pk>[0-9]+)/evaluation-gates", EvaluationGateViewSet, basename="evaluation-gate")
 # A project's audit log (leads): /api/projects/{id}/audit/ (audit-list)
-router.register(r"projects/(?P<project_pk>[^/.]+)/audit", AuditViewSet, basename="audit")
+router.register(r"projects/(?P<project_pk>[0-9]+)/audit", AuditViewSet, basename="audit")
 router.register("imports", ImportBatchViewSet, basename="import")
 router.register("images", ImageViewSet, basename="image")
 router.register("labels", LabelViewSet, basename="label")

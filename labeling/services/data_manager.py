@@ -62,6 +62,26 @@ SORTS = {
     "range": "label_range",
     "ita": "ita",
 }
+#: Every parameter ``data_query`` reads: the one list of filter keys. A bulk action refuses any other key
+#: (a misspelt one would otherwise filter nothing and act on every image); a read names the others it ignored.
+FILTER_KEYS = frozenset(
+    {
+        "search",
+        "phase",
+        "labeler",
+        "labeler_status",
+        "min_labels",
+        "max_labels",
+        "near_consensus",
+        "review",
+        "baseline_flag",
+        "excluded",
+        "attr",
+        "ordering",
+    }
+)
+#: The table's paging (``data_page``): allowed beside the filters, ignored by a bulk action.
+PAGE_KEYS = frozenset({"page", "page_size"})
 REVIEW_STATES = ("open", "accepted", "resolved")
 LABELER_STATUSES = ("pending", "done", "unassigned")
 BULK_ACTIONS = {
@@ -353,13 +373,18 @@ def _filter_and_sort_by_stats(
     # ``every_image``: no filter on the images themselves, so the project's ids (cached) will do.
     ids = _image_ids(project, qs, "id", every_image=every_image)
     stats = label_stats(project, phase)
-    at = np.searchsorted(stats["image_id"], ids)
-    at = np.minimum(at, max(len(stats["image_id"]) - 1, 0))
-    found = (len(stats["image_id"]) > 0) & (stats["image_id"][at] == ids) if len(ids) else np.zeros(0, bool)
-    n_labels = np.where(found, stats["n_labels"][at] if len(stats["image_id"]) else 0, 0)
-    n_valued = np.where(found, stats["n_valued"][at] if len(stats["image_id"]) else 0, 0)
-    mean = np.where(found, stats["mean"][at] if len(stats["image_id"]) else np.nan, np.nan)
-    spread = np.where(found, stats["range"][at] if len(stats["image_id"]) else np.nan, np.nan)
+
+    def per_image(name: str, missing: float) -> np.ndarray:
+        """``stats[name]`` for each of ``ids`` (``missing`` for an image without labels, or when none has any)."""
+        if not len(stats["image_id"]) or not len(ids):
+            return np.full(len(ids), missing)
+        at = np.minimum(np.searchsorted(stats["image_id"], ids), len(stats["image_id"]) - 1)
+        return np.where(stats["image_id"][at] == ids, stats[name][at], missing)
+
+    n_labels = per_image("n_labels", 0)
+    n_valued = per_image("n_valued", 0)
+    mean = per_image("mean", np.nan)
+    spread = per_image("range", np.nan)
     keep = np.ones(len(ids), dtype=bool)
     if min_labels is not None:
         keep &= n_labels >= min_labels
@@ -485,8 +510,14 @@ def data_rows(project: Project, images: list[Image], phase: Phase | None = None)
     return rows
 
 
+def unknown_filter_keys(params) -> list[str]:
+    """The keys of ``params`` that are neither filters (``FILTER_KEYS``) nor paging (``PAGE_KEYS``), sorted."""
+    return sorted(str(k) for k in params.keys() if k not in FILTER_KEYS and k not in PAGE_KEYS)
+
+
 def data_page(project: Project, params) -> dict:
-    """One page of the table: ``count``, ``page``, ``n_pages``, ``results`` (``data_rows``), ``chosen``."""
+    """One page of the table: ``count``, ``page``, ``n_pages``, ``results`` (``data_rows``), ``chosen``, and
+    ``ignored``: the parameters that are no filter (:func:`unknown_filter_keys`), when there are any."""
     query = data_query(project, params)
     page_size = _int_param(params, "page_size", minimum=1, maximum=MAX_PAGE_SIZE) or PAGE_SIZE
     page = _int_param(params, "page", minimum=1, maximum=10**7) or 1
@@ -495,7 +526,7 @@ def data_page(project: Project, params) -> dict:
     if page > n_pages:
         raise ValidationError({"page": f"Page {page}: there are {n_pages} page(s)."})
     images = query.images((page - 1) * page_size, page * page_size)
-    return {
+    answer = {
         "count": count,
         "page": page,
         "n_pages": n_pages,
@@ -504,6 +535,9 @@ def data_page(project: Project, params) -> dict:
         "chosen": query.chosen,
         "results": data_rows(project, images, query.phase),
     }
+    if ignored := unknown_filter_keys(params):
+        answer["ignored"] = ignored
+    return answer
 
 
 def _bulk_images(project: Project, image_ids, params) -> list[Image]:
@@ -520,6 +554,11 @@ def _bulk_images(project: Project, image_ids, params) -> list[Image]:
         return images
     if params is None:
         raise ValidationError({"image_ids": "Choose images, or apply the action to every image the filters match."})
+    if unknown := unknown_filter_keys(params):
+        names = ", ".join(repr(k[:50]) for k in unknown[:10])
+        raise ValidationError(
+            {"filters": f"Unknown filter key(s): {names}; the filters are {', '.join(sorted(FILTER_KEYS))}."}
+        )
     query = data_query(project, params)
     if query.count() > MAX_BULK:
         raise ValidationError({"image_ids": f"The filters match more than {MAX_BULK:,} images: narrow them first."})

@@ -11,7 +11,17 @@ from .. import serializers as s
 
 def import_from_request(project: Project, request) -> ImportBatch:
     """Import what the request sends: ``files`` (many), an ``archive`` (zip), or a ``manifest``
-    (CSV/JSON Lines) with an optional ``archive`` or server ``folder`` (staff only)."""
+    (CSV/JSON Lines) with an optional ``archive`` or server ``folder`` (staff only).
+
+    A manifest too large to check (columns, line length, time) is a 400 naming what was too big (its batch
+    is kept, failed); any other refusal is a failed batch in a 201."""
+    try:
+        return _import_from_request(project, request)
+    except import_services.ImportTooLarge as refused:
+        raise ValidationError({"detail": refused.reason}) from None
+
+
+def _import_from_request(project: Project, request) -> ImportBatch:
     files = request.FILES.getlist("files")
     archive = request.FILES.get("archive")
     manifest = request.FILES.get("manifest")

@@ -85,7 +85,10 @@ class ProjectViewSet(
         return Response(self.get_serializer(project).data)
 
     def get_object(self, *roles: str) -> Project:
-        """The project, if the requester has one of ``roles`` in it (any role when none is named)."""
+        """The project, if the requester has one of ``roles`` in it (any role when none is named; a lead's to
+        change it, checked here before its body is read: a labeler's bad PATCH is a 403, not field errors)."""
+        if not roles and self.action in ("update", "partial_update"):
+            roles = (Membership.Role.LEAD,)
         project = super().get_object()
         self.membership = selectors.project_access(self.request.user, project, *roles)
         return project

@@ -14,6 +14,14 @@ their safety checks), ``manifest`` (reading CSV / JSON Lines into rows and cells
 
 from .batches import import_files, import_manifest, import_zip
 from .manifest import is_formula_like, parse_cell
-from .report import ImportRefused
+from .report import ImportRefused, ImportTooLarge
 
-__all__ = ["ImportRefused", "import_files", "import_manifest", "import_zip", "is_formula_like", "parse_cell"]
+__all__ = [
+    "ImportRefused",
+    "ImportTooLarge",
+    "import_files",
+    "import_manifest",
+    "import_zip",
+    "is_formula_like",
+    "parse_cell",
+]

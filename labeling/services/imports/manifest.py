@@ -7,14 +7,21 @@ import io
 import json
 import math
 import re
+import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
-from .report import ImportRefused, import_limits
+from .report import ImportRefused, ImportTooLarge, import_limits
 
 # A manifest row is a few hundred bytes; 200,000 rows stay well under this.
 MAX_MANIFEST_BYTES = 256 * 1024 * 1024
+# What one manifest may hold, checked before (or while) it is parsed; FAIRTONE settings of the same names
+# override them. The time budget bounds reading and checking the manifest, before any image is created.
+MAX_MANIFEST_COLUMNS = 500
+MAX_MANIFEST_LINE_CHARS = 64 * 1024
+MANIFEST_TIME_BUDGET_SECONDS = 30.0
 MANIFEST_NAMES = ("manifest.csv", "manifest.jsonl")
 FILE_COLUMNS = ("file", "filename", "image")
 RESERVED_COLUMNS = ("image_id", "subject_id", "mask", "mask_kind")
@@ -120,7 +127,8 @@ def _check_columns(columns: list[str], name: str) -> None:
     missing_name = [i + 1 for i, column in enumerate(columns) if not column]
     if missing_name:
         raise ImportRefused(f"{name}: column {missing_name[0]} of the header has no name")
-    duplicated = sorted({c for c in columns if [x.lower() for x in columns].count(c.lower()) > 1})
+    counts = Counter(column.lower() for column in columns)
+    duplicated = sorted(c for c in columns if counts[c.lower()] > 1)
     if duplicated:
         raise ImportRefused(f"{name}: the header names column '{duplicated[0]}' twice")
     if not any(column.lower() in FILE_COLUMNS for column in columns):
@@ -130,28 +138,80 @@ def _check_columns(columns: list[str], name: str) -> None:
         raise ImportRefused(f"{name} has more than one of the columns {', '.join(FILE_COLUMNS)}; keep one")
 
 
+@dataclass
+class _Budget:
+    """The limits of one manifest: columns, characters per line, and a deadline for reading it."""
+
+    name: str
+    max_columns: int
+    max_line: int
+    deadline: float
+
+    @classmethod
+    def start(cls, name: str) -> _Budget:
+        limits = import_limits()
+        seconds = float(limits.get("MANIFEST_TIME_BUDGET_SECONDS", MANIFEST_TIME_BUDGET_SECONDS))
+        return cls(
+            name,
+            int(limits.get("MAX_MANIFEST_COLUMNS", MAX_MANIFEST_COLUMNS)),
+            int(limits.get("MAX_MANIFEST_LINE_CHARS", MAX_MANIFEST_LINE_CHARS)),
+            time.monotonic() + seconds,
+        )
+
+    def columns(self, count: int, where: str) -> None:
+        if count > self.max_columns:
+            raise ImportTooLarge(
+                f"{self.name}: {where} has more than {self.max_columns:,} columns (the limit); "
+                "keep the columns the import needs"
+            )
+
+    def line(self, length: int, number: int) -> None:
+        if length > self.max_line:
+            raise ImportTooLarge(f"{self.name}: line {number} is longer than {self.max_line:,} characters (the limit)")
+
+    def clock(self, number: int) -> None:
+        if time.monotonic() > self.deadline:
+            raise ImportTooLarge(
+                f"{self.name}: reading the manifest took too long (stopped at line {number}); "
+                "split it into several imports"
+            )
+
+
 def _check_row_count(count: int, name: str) -> None:
     max_rows = int(import_limits()["MAX_MANIFEST_ROWS"])
     if count > max_rows:
         raise ImportRefused(f"{name} has more than {max_rows:,} rows (the limit); split it into several imports")
 
 
-def _parse_csv(text: str, name: str) -> list[ManifestRow]:
-    first_line = text.split("\n", 1)[0]
+def _lines(text: str, budget: _Budget):
+    """The lines of ``text``, each checked for length before the CSV reader parses it."""
+    for number, line in enumerate(io.StringIO(text, newline=""), start=1):
+        budget.line(len(line.rstrip("\r\n")), number)
+        yield line
+
+
+def _parse_csv(text: str, name: str, budget: _Budget) -> list[ManifestRow]:
+    end = text.find("\n", 0, budget.max_line + 2)
+    first_line = text[: end if end >= 0 else budget.max_line + 2].rstrip("\r")
     delimiter = ","
     if first_line.count(",") == 0:
         delimiter = max((";", "\t"), key=first_line.count) if first_line.strip() else ","
         if first_line.count(delimiter) == 0:
             delimiter = ","
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    budget.columns(first_line.count(delimiter) + 1, "the header")
+    budget.line(len(first_line), 1)
+    reader = csv.reader(_lines(text, budget), delimiter=delimiter)
     rows: list[ManifestRow] = []
     try:
         header = next(reader, None)
         if header is None:
             raise ImportRefused(f"{name} is empty")
+        budget.columns(len(header), "the header")
         columns = [column.strip() for column in header]
         _check_columns(columns, name)
         for number, record in enumerate(reader, start=2):
+            budget.clock(number)
+            budget.columns(len(record), f"line {number}")
             if not any(cell.strip() for cell in record):
                 continue
             _check_row_count(len(rows) + 1, name)
@@ -166,10 +226,12 @@ def _parse_csv(text: str, name: str) -> list[ManifestRow]:
     return rows
 
 
-def _parse_jsonl(text: str, name: str) -> list[ManifestRow]:
+def _parse_jsonl(text: str, name: str, budget: _Budget) -> list[ManifestRow]:
     rows: list[ManifestRow] = []
-    columns: list[str] = []
+    columns: dict[str, None] = {}  # in order of appearance
     for number, line in enumerate(text.splitlines(), start=1):
+        budget.clock(number)
+        budget.line(len(line), number)
         if not line.strip():
             continue
         _check_row_count(len(rows) + 1, name)
@@ -189,7 +251,8 @@ def _parse_jsonl(text: str, name: str) -> list[ManifestRow]:
         for key, value in record.items():
             key = str(key).strip()
             if key not in columns:
-                columns.append(key)
+                columns[key] = None
+                budget.columns(len(columns), "the manifest")
             if value is None:
                 cells[key] = ""
             elif isinstance(value, bool) or not isinstance(value, (str, int, float)):
@@ -201,7 +264,7 @@ def _parse_jsonl(text: str, name: str) -> list[ManifestRow]:
         rows.append(ManifestRow(number, cells, error))
     if not rows:
         raise ImportRefused(f"{name} has no rows")
-    _check_columns(columns, name)
+    _check_columns(list(columns), name)
     return rows
 
 
@@ -211,7 +274,8 @@ def parse_manifest(data: bytes, name: str) -> list[ManifestRow]:
     text = _decode_text(data, name)
     if "\x00" in text:
         raise ImportRefused(f"{name} contains NUL bytes; it is not a text manifest")
-    rows = _parse_jsonl(text, name) if _is_jsonl(data, name) else _parse_csv(text, name)
+    budget = _Budget.start(name)
+    rows = _parse_jsonl(text, name, budget) if _is_jsonl(data, name) else _parse_csv(text, name, budget)
     if not rows:
         raise ImportRefused(f"{name} has a header but no rows")
     return rows

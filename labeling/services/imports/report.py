@@ -24,6 +24,10 @@ class ImportRefused(Exception):
         self.reason = reason
 
 
+class ImportTooLarge(ImportRefused):
+    """Refused for its size (columns, line length, time to check): the batch fails, the request answers 400."""
+
+
 def import_limits() -> dict[str, Any]:
     return settings.FAIRTONE
 
@@ -182,6 +186,9 @@ def run_import(report: ImportReport, work) -> ImportBatch:
     """Run ``work``; a refusal fails the batch, an unexpected error too (then re-raised)."""
     try:
         work()
+    except ImportTooLarge as refused:
+        audit_import(report.refuse(refused.reason))
+        raise
     except ImportRefused as refused:
         return audit_import(report.refuse(refused.reason))
     except Exception as exc:
