@@ -114,7 +114,7 @@ def _is_jsonl(data: bytes, name: str) -> bool:
     return data.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"{"
 
 
-def _check_columns(columns: list[str], name: str) -> None:
+def _check_columns(columns: list[str], name: str, require_file: bool = True) -> None:
     if not columns:
         raise ImportRefused(f"{name} is empty")
     missing_name = [i + 1 for i, column in enumerate(columns) if not column]
@@ -123,7 +123,7 @@ def _check_columns(columns: list[str], name: str) -> None:
     duplicated = sorted({c for c in columns if [x.lower() for x in columns].count(c.lower()) > 1})
     if duplicated:
         raise ImportRefused(f"{name}: the header names column '{duplicated[0]}' twice")
-    if not any(column.lower() in FILE_COLUMNS for column in columns):
+    if require_file and not any(column.lower() in FILE_COLUMNS for column in columns):
         found = ", ".join(f"'{c}'" for c in columns)
         raise ImportRefused(f"the manifest has no 'file' column; columns found: {found}")
     if sum(column.lower() in FILE_COLUMNS for column in columns) > 1:
@@ -136,7 +136,7 @@ def _check_row_count(count: int, name: str) -> None:
         raise ImportRefused(f"{name} has more than {max_rows:,} rows (the limit); split it into several imports")
 
 
-def _parse_csv(text: str, name: str) -> list[ManifestRow]:
+def _parse_csv(text: str, name: str, require_file: bool = True) -> list[ManifestRow]:
     first_line = text.split("\n", 1)[0]
     delimiter = ","
     if first_line.count(",") == 0:
@@ -150,7 +150,7 @@ def _parse_csv(text: str, name: str) -> list[ManifestRow]:
         if header is None:
             raise ImportRefused(f"{name} is empty")
         columns = [column.strip() for column in header]
-        _check_columns(columns, name)
+        _check_columns(columns, name, require_file)
         for number, record in enumerate(reader, start=2):
             if not any(cell.strip() for cell in record):
                 continue
@@ -166,7 +166,7 @@ def _parse_csv(text: str, name: str) -> list[ManifestRow]:
     return rows
 
 
-def _parse_jsonl(text: str, name: str) -> list[ManifestRow]:
+def _parse_jsonl(text: str, name: str, require_file: bool = True) -> list[ManifestRow]:
     rows: list[ManifestRow] = []
     columns: list[str] = []
     for number, line in enumerate(text.splitlines(), start=1):
@@ -201,17 +201,20 @@ def _parse_jsonl(text: str, name: str) -> list[ManifestRow]:
         rows.append(ManifestRow(number, cells, error))
     if not rows:
         raise ImportRefused(f"{name} has no rows")
-    _check_columns(columns, name)
+    _check_columns(columns, name, require_file)
     return rows
 
 
-def parse_manifest(data: bytes, name: str) -> list[ManifestRow]:
+def parse_manifest(data: bytes, name: str, *, require_file: bool = True) -> list[ManifestRow]:
+    """The rows of a CSV or JSON Lines manifest. ``require_file``: refuse one without a file column (an import
+    needs its files; applying attributes to images already imported can match them by ``image_id`` alone)."""
     if len(data) > MAX_MANIFEST_BYTES:
         raise ImportRefused(f"{name} is larger than {MAX_MANIFEST_BYTES:,} bytes")
     text = _decode_text(data, name)
     if "\x00" in text:
         raise ImportRefused(f"{name} contains NUL bytes; it is not a text manifest")
-    rows = _parse_jsonl(text, name) if _is_jsonl(data, name) else _parse_csv(text, name)
+    parse = _parse_jsonl if _is_jsonl(data, name) else _parse_csv
+    rows = parse(text, name, require_file)
     if not rows:
         raise ImportRefused(f"{name} has a header but no rows")
     return rows
