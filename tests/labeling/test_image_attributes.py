@@ -232,3 +232,42 @@ def test_reusing_the_import_checks():
     assert image_attributes.clean_attributes is images.clean_attributes
     assert not hasattr(images, "_clean_attributes")
     add_images  # noqa: B018 - the helpers stay importable from here
+
+
+def test_the_image_page_form_saves_what_it_shows(project, lead, client, uploaded):
+    client.force_login(lead)
+    url = f"/images/{uploaded[0].id}/"
+    page = client.get(url).content.decode()
+    assert 'id="edit-attributes"' in page and 'name="subject_attributes"' in page
+    form = {"action": "attributes", "subject_id": "S5", "subject_attributes": "gender: woman\nbody_shape: 0.3"}
+    r = client.post(url, {**form, "attributes": "pose: side"})
+    assert r.status_code == 302
+    image = Image.objects.select_related("subject").get(pk=uploaded[0].pk)
+    assert image.subject.external_id == "S5" and image.subject.attributes == {"gender": "woman", "body_shape": 0.3}
+    assert image.attributes == {"pose": "side"}
+    page = client.get(url).content.decode()
+    assert "Saved: subject_id" in page and "body_shape: 0.3" in page
+    # A line deleted removes that attribute.
+    assert client.post(url, {**form, "subject_attributes": "gender: woman", "attributes": ""}).status_code == 302
+    image = Image.objects.select_related("subject").get(pk=uploaded[0].pk)
+    assert image.subject.attributes == {"gender": "woman"} and image.attributes == {}
+    assert AuditEntry.objects.filter(action="image.attributes", object_id=str(image.id)).count() == 2
+    # A bad line: the form again with the error next to its field, nothing changed.
+    r = client.post(url, {**form, "subject_attributes": "gender woman"})
+    assert r.status_code == 200 and "write “name: value”" in r.content.decode()
+    r = client.post(url, {**form, "subject_id": "", "subject_attributes": "gender: man"})
+    assert r.status_code == 200 and "has no subject" in r.content.decode()
+    image = Image.objects.select_related("subject").get(pk=uploaded[0].pk)
+    assert image.subject.external_id == "S5" and image.subject.attributes == {"gender": "woman"}
+
+
+def test_a_reviewer_sees_no_form_and_cannot_post_one(project, client, uploaded):
+    reviewer = MembershipFactory(
+        project=project, user=UserFactory(username="rev"), pseudonym="R1", role=Membership.Role.REVIEWER
+    )
+    client.force_login(reviewer.user)
+    url = f"/images/{uploaded[0].id}/"
+    assert 'id="edit-attributes"' not in client.get(url).content.decode()
+    r = client.post(url, {"action": "attributes", "subject_id": "S1", "subject_attributes": "gender: man"})
+    assert r.status_code in (403, 404)
+    assert Image.objects.get(pk=uploaded[0].pk).subject_id is None
