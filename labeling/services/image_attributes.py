@@ -36,7 +36,7 @@ from django.db import transaction
 from ..models import Image, Project, Subject
 from .audit import audit
 from .images import ImageRejected, clean_attributes
-from .imports.manifest import FILE_COLUMNS, cell_text, parse_manifest
+from .imports.manifest import FILE_COLUMNS, IMAGE_ATTRIBUTE_PREFIX, cell_text, parse_cell, parse_manifest
 from .imports.report import ImportRefused
 from .imports.rows import row_attributes
 from .project_lifecycle import project_refuse_if_archived
@@ -319,3 +319,68 @@ def _apply(project: Project, rows: list[_Row], subjects: dict[str, Subject]) -> 
             if merged != subject.attributes:
                 subject.attributes = merged
                 subject.save(update_fields=["attributes"])
+
+
+def images_set_attribute(*, project: Project, images: list[Image], name: str, value: Any, user=None) -> int:
+    """Set one attribute on ``images`` (the data manager's bulk "set attribute"); ``value`` ``None`` or ``""``
+    removes it; text is read as a manifest's cell (``"0.7"`` is a number). As in a manifest: ``image.<name>`` is the image's own attribute; any other name goes to the
+    image's subject when it has one (once per subject), else to the image. Returns how many images changed
+    (an image whose subject changed counts). Audited once (``images.attribute_set``: the name, never the value).
+
+    Raises
+    ------
+    django.core.exceptions.ValidationError
+        A name or value an import would refuse (``attribute``, ``value``), or an archived project.
+    """
+    project_refuse_if_archived(project.pk, "change its images")
+    name = (name or "").strip()
+    on_image = name.lower().startswith(IMAGE_ATTRIBUTE_PREFIX)
+    if on_image:
+        name = name[len(IMAGE_ATTRIBUTE_PREFIX) :].strip()
+    if not name:
+        raise ValidationError({"attribute": "Name the attribute to set (image.<name> for the photo's own)."})
+    if isinstance(value, str):
+        value = parse_cell(value)  # as a manifest's cell: a number when it is one, empty for none
+    try:
+        clean_attributes({name: 0})
+    except ImageRejected as rejected:
+        raise ValidationError({"attribute": rejected.reason[:1].upper() + rejected.reason[1:] + "."}) from None
+    if value is not None:
+        try:
+            value = clean_attributes({name: value})[name]
+        except ImageRejected as rejected:
+            raise ValidationError({"value": rejected.reason[:1].upper() + rejected.reason[1:] + "."}) from None
+    changed_images: list[str] = []
+    with transaction.atomic():
+        subjects_done: dict[int, bool] = {}
+        for image in (
+            Image.objects.select_for_update()
+            .select_related("subject")
+            .filter(project=project, pk__in=[i.pk for i in images])
+        ):
+            if image.subject_id and not on_image:
+                if image.subject_id not in subjects_done:
+                    subject = Subject.objects.select_for_update().get(pk=image.subject_id)
+                    merged = _merge(subject.attributes, {name: value})
+                    subjects_done[image.subject_id] = merged != (subject.attributes or {})
+                    if subjects_done[image.subject_id]:
+                        subject.attributes = merged
+                        subject.save(update_fields=["attributes"])
+                if subjects_done[image.subject_id]:
+                    changed_images.append(image.external_id)
+                continue
+            merged = _merge(image.attributes, {name: value})
+            if merged != (image.attributes or {}):
+                image.attributes = merged
+                image.save(update_fields=["attributes"])
+                changed_images.append(image.external_id)
+        if changed_images:
+            audit(
+                project,
+                "images.attribute_set",
+                user=user,
+                attribute=("image." if on_image else "") + name,
+                removed=value is None,
+                images=changed_images,
+            )
+    return len(changed_images)

@@ -271,3 +271,43 @@ def test_a_reviewer_sees_no_form_and_cannot_post_one(project, client, uploaded):
     r = client.post(url, {"action": "attributes", "subject_id": "S1", "subject_attributes": "gender: man"})
     assert r.status_code in (403, 404)
     assert Image.objects.get(pk=uploaded[0].pk).subject_id is None
+
+
+def test_the_data_managers_bulk_set_attribute(project, lead, client_for, client, uploaded):
+    api = client_for(lead)
+    patch(api, uploaded[0], {"subject_id": "S1"})
+    patch(api, uploaded[1], {"subject_id": "S1"})
+    url = f"/api/projects/{project.id}/data/bulk/"
+    ids = [i.id for i in uploaded]
+    r = api.post(
+        url, {"action": "set_attribute", "image_ids": ids, "attribute": "gender", "value": "woman"}, format="json"
+    )
+    assert r.status_code == 200, r.content
+    assert r.json()["n_changed"] == 3 and r.json()["n_images"] == 3
+    assert Subject.objects.get(project=project, external_id="S1").attributes == {"gender": "woman"}
+    assert Image.objects.get(pk=uploaded[2].pk).attributes == {"gender": "woman"}  # no subject: the image's
+    body = {"action": "set_attribute", "image_ids": ids[:1], "attribute": "image.lux", "value": "250"}
+    assert api.post(url, body, format="json").json()["n_changed"] == 1
+    assert Image.objects.get(pk=uploaded[0].pk).attributes == {"lux": 250}
+    # An empty value removes it; a bad name or value is a 400 naming the field, nothing changed.
+    body = {"action": "set_attribute", "image_ids": ids, "attribute": "gender", "value": ""}
+    assert api.post(url, body, format="json").json()["n_changed"] == 3
+    assert Subject.objects.get(project=project, external_id="S1").attributes == {}
+    for bad, field in (
+        ({"attribute": ""}, "attribute"),
+        ({"attribute": "g", "value": "v" * 1001}, "value"),
+        ({"attribute": "x" * 101}, "attribute"),
+    ):
+        r = api.post(url, {"action": "set_attribute", "image_ids": ids, "value": "x", **bad}, format="json")
+        assert r.status_code == 400 and field in r.json(), r.json()
+    entries = AuditEntry.objects.filter(action="images.attribute_set").order_by("id")
+    assert [e.details["attribute"] for e in entries] == ["gender", "image.lux", "gender"]
+    assert "woman" not in str([e.details for e in entries])
+    # The page's bulk bar does the same.
+    client.force_login(lead)
+    r = client.post(
+        f"/projects/{project.id}/data/",
+        {"action": "set_attribute", "scope": "selected", "image_ids": ids, "attribute": "body_shape", "value": "0.7"},
+    )
+    assert r.status_code == 302
+    assert Subject.objects.get(project=project, external_id="S1").attributes == {"body_shape": 0.7}
