@@ -246,3 +246,53 @@ class CalibrationForm(forms.Form):
         else:
             args["size"] = d["size"]
         return args
+
+
+def _attribute_lines(text: str) -> dict:
+    """``name: value`` lines (one per line; blank lines ignored) as attributes, numbers as numbers."""
+    from .services.imports import parse_cell
+
+    attributes: dict = {}
+    for number, line in enumerate((text or "").splitlines(), start=1):
+        if not line.strip():
+            continue
+        name, sep, value = line.partition(":")
+        if not sep or not name.strip():
+            raise forms.ValidationError(f"Line {number}: write “name: value”.")
+        if name.strip() in attributes:
+            raise forms.ValidationError(f"Line {number}: “{name.strip()}” is given twice.")
+        parsed = parse_cell(value)
+        if parsed is None:
+            raise forms.ValidationError(f"Line {number}: “{name.strip()}” has no value (delete the line to remove it).")
+        attributes[name.strip()] = parsed
+    return attributes
+
+
+def attribute_lines_text(attributes: dict | None) -> str:
+    return "\n".join(f"{name}: {value}" for name, value in (attributes or {}).items())
+
+
+class ImageAttributesForm(forms.Form):
+    """The image page's form (leads): the subject and both sets of attributes as they should be."""
+
+    subject_id = forms.CharField(
+        max_length=200, required=False, label="Subject id", help_text="The person shown (made if new); empty for none."
+    )
+    subject_attributes = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 4}),
+        required=False,
+        label="Subject attributes",
+        help_text="The person's (gender, body_shape, ...), for every image of them: one “name: value” per line.",
+    )
+    attributes = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}),
+        required=False,
+        label="Image attributes",
+        help_text="This photo's own (pose, lighting, ...): one “name: value” per line.",
+    )
+
+    def clean_subject_attributes(self) -> dict:
+        return _attribute_lines(self.cleaned_data.get("subject_attributes", ""))
+
+    def clean_attributes(self) -> dict:
+        return _attribute_lines(self.cleaned_data.get("attributes", ""))

@@ -4,6 +4,13 @@ A PostgreSQL restart or failover makes every query fail for a few seconds with `
 (or ``InterfaceError`` on a connection that died). That is not a bug in the request: the client
 should retry, and the labeling page does. The answer is built without touching the database (no
 session, no user): JSON for the API, a small self-refreshing page otherwise.
+
+Only an unreachable database is a 503 (``database_unreachable``); any other ``OperationalError`` is
+an error of the app and answers 500 (logged with its traceback). In particular SQLite's "database is
+locked": with the settings' busy timeout a writer waits up to 20 s for the lock, so the error means a
+transaction held the write lock that long (a stuck process or a bug to find), not a database that is
+away for a moment; before issue 23 it was raised at once under ordinary concurrency and shown to
+labelers as "database unavailable".
 """
 
 import logging
@@ -16,6 +23,36 @@ logger = logging.getLogger(__name__)
 
 #: Seconds a client is asked to wait before retrying.
 RETRY_AFTER_SECONDS = 5
+
+
+#: PostgreSQL's SQLSTATEs of a server that is away or refuses connections for now: class 08 (connection
+#: exception) and these (admin_shutdown, crash_shutdown, cannot_connect_now, too_many_connections).
+#: https://www.postgresql.org/docs/current/errcodes-appendix.html
+POSTGRES_UNREACHABLE = {"57P01", "57P02", "57P03", "53300"}
+#: SQLite's messages of a database file that cannot be reached (its folder gone, unmounted or unreadable).
+SQLITE_UNREACHABLE = ("unable to open database file", "disk i/o error")
+
+
+def database_unreachable(exc: BaseException) -> bool:
+    """Whether ``exc`` says the database cannot be reached just now (so 503 and a retry), rather than
+    an error of the request or the app (500).
+
+    A connection that died (``InterfaceError``); on PostgreSQL an error with no SQLSTATE (the driver could
+    not connect, or the server closed the connection) or one of ``POSTGRES_UNREACHABLE`` / class 08; on
+    SQLite a file that cannot be opened or read. Not: "database is locked" (contention past the busy
+    timeout), "no such table" (migrations not applied), deadlocks, statement timeouts.
+    """
+    if isinstance(exc, InterfaceError):
+        return True
+    if not isinstance(exc, OperationalError):
+        return False
+    cause = exc.__cause__ or exc
+    module = type(cause).__module__ or ""
+    if module.startswith(("psycopg", "psycopg2")):
+        code = getattr(cause, "sqlstate", None) or getattr(cause, "pgcode", None)
+        return code is None or code.startswith("08") or code in POSTGRES_UNREACHABLE
+    message = str(cause).lower()
+    return any(text in message for text in SQLITE_UNREACHABLE)
 
 
 def database_unavailable(request) -> HttpResponse:
@@ -36,7 +73,7 @@ class DatabaseUnavailableMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request, exception):
-        if isinstance(exception, OperationalError | InterfaceError):
+        if database_unreachable(exception):
             # The kind of error only: a driver's message can name the host and the user.
             logger.warning("database unavailable (%s): %s answered 503", type(exception).__name__, request.path)
             return database_unavailable(request)

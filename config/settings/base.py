@@ -88,6 +88,21 @@ DATABASES = {
         conn_max_age=int(os.environ.get("DATABASE_CONN_MAX_AGE", "60")),
     )
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The embedded default under concurrency (issue 23): with no options SQLite answers "database is locked" at
+    # once to a second writer. Instead: a write transaction takes the write lock when it begins (BEGIN IMMEDIATE,
+    # so two transactions that read and then write never deadlock each other), a writer waits up to 20 s for the
+    # lock (the busy timeout), and WAL lets readers go on while one writes; synchronous=NORMAL is WAL's durable
+    # setting (a power cut may lose the last commits, never corrupt the file).
+    # https://docs.djangoproject.com/en/5.2/ref/databases/#sqlite-transaction-behavior
+    # https://docs.djangoproject.com/en/5.2/ref/databases/#setting-pragma-options
+    # https://www.sqlite.org/wal.html
+    DATABASES["default"]["OPTIONS"] = {
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL",
+        **DATABASES["default"].get("OPTIONS", {}),
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -185,6 +185,48 @@ class ImageSerializer(serializers.ModelSerializer):
         return reverse("image-file", args=[image.pk, "display"])
 
 
+class ImageAttributesPatchSerializer(serializers.Serializer):
+    """``PATCH /api/images/{id}/`` (leads): the image's subject and attributes. ``attributes`` and
+    ``subject_attributes`` are merge patches: the names given are set, a name given ``null`` is removed."""
+
+    subject_id = serializers.CharField(
+        required=False, allow_null=True, allow_blank=True, help_text="The subject shown (made if new); empty for none"
+    )
+    attributes = serializers.DictField(
+        child=serializers.JSONField(allow_null=True),
+        required=False,
+        help_text="The image's own attributes (text or numbers)",
+    )
+    subject_attributes = serializers.DictField(
+        child=serializers.JSONField(allow_null=True),
+        required=False,
+        help_text="Its subject's attributes (gender, body_shape, ...): the person's, for every image of them",
+    )
+
+
+class ImageAttributesRowSerializer(serializers.Serializer):
+    row = serializers.IntegerField(help_text="The manifest's row (1 = the CSV header; JSON Lines: the line)")
+    image_id = serializers.CharField()
+    file = serializers.CharField()
+    outcome = serializers.ChoiceField(choices=["updated", "unchanged", "unknown", "rejected"])
+    reason = serializers.CharField()
+    changed = serializers.ListField(child=serializers.CharField(), help_text="subject_id, attributes.<name>, ...")
+
+
+class ImageAttributesCountsSerializer(serializers.Serializer):
+    updated = serializers.IntegerField()
+    unchanged = serializers.IntegerField()
+    unknown = serializers.IntegerField()
+    rejected = serializers.IntegerField()
+
+
+class ImageAttributesReportSerializer(serializers.Serializer):
+    applied = serializers.BooleanField(help_text="False when a row was rejected (nothing changed) or for a dry run")
+    dry_run = serializers.BooleanField()
+    counts = ImageAttributesCountsSerializer()
+    rows = ImageAttributesRowSerializer(many=True)
+
+
 class LabelerImageSerializer(serializers.ModelSerializer):
     """What a labeler may know about an image: nothing but the picture (blind labeling)."""
 

@@ -91,6 +91,7 @@ BULK_ACTIONS = {
     "resolve": "Mark reviewed: resolved",
     "exclude": "Exclude from the dataset (reason required)",
     "include": "Include again in the dataset",
+    "set_attribute": "Set an attribute (name = value; empty value removes it)",
 }
 #: Longest reason kept for an exclusion (the API's limit for every bulk reason).
 MAX_REASON = 2000
@@ -575,6 +576,8 @@ def data_bulk(
     params=None,
     reason: str = "",
     labeler_ids=None,
+    attribute: str = "",
+    value: str = "",
 ) -> dict:
     """Apply a bulk action to the chosen images (``image_ids``) or to every image the filters match
     (``params``, at most ``MAX_BULK``). Returns ``{"action", "n_images", "n_changed", "message"}``.
@@ -586,7 +589,9 @@ def data_bulk(
     - ``accept`` / ``resolve``: the post-calibration review's decision on each image;
     - ``exclude``: exclude the images from the dataset with ``reason`` (required), see
       :func:`images_exclude`; ``include``: include them again (``reason``, optional, is kept as a
-      note), see :func:`images_include`.
+      note), see :func:`images_include`;
+    - ``set_attribute``: set ``attribute`` to ``value`` (empty: remove it) on the subjects of the images, or the
+      images themselves (``image.<name>``, or no subject), see ``services.image_attributes.images_set_attribute``.
     """
     from .labels import relabel_request
     from .project_lifecycle import project_refuse_if_archived
@@ -633,6 +638,11 @@ def data_bulk(
         message = f"{changed} image(s) included again in the dataset."
         if changed < len(images):
             message += f" {len(images) - changed} were not excluded."
+    elif action == "set_attribute":
+        from .image_attributes import images_set_attribute
+
+        changed = images_set_attribute(project=project, images=images, name=attribute, value=value, user=user)
+        message = f"{changed} of {len(images)} image(s) changed ({attribute.strip()})."
     elif action == "calibration_add":
         changed = calibration_add_images(project=project, image_ids=[i.id for i in images])
         message = f"{changed} image(s) added to calibration 1."

@@ -257,7 +257,16 @@ def _check_extension(filename: str, fmt: str) -> None:
         )
 
 
-def _clean_attributes(attributes: dict[str, Any] | None) -> dict[str, Any]:
+def clean_attributes(attributes: dict[str, Any] | None) -> dict[str, Any]:
+    """Attributes as stored (names stripped), checked: text or finite numbers, bounded names and texts.
+
+    Used by every import and by later changes of attributes (``services.image_attributes``).
+
+    Raises
+    ------
+    ImageRejected
+        An attribute that cannot be stored; ``reason`` names it.
+    """
     if not attributes:
         return {}
     if not isinstance(attributes, dict):
@@ -389,7 +398,7 @@ def image_create_from_bytes(
     taken = Image.objects.filter(project=project, external_id=external_id).first()
     if taken is not None:
         raise ImageRejected(f"image id '{external_id}' is already used by another image in this project")
-    clean_attributes = _clean_attributes(attributes)
+    cleaned_attributes = clean_attributes(attributes)
 
     mask_png = None
     mask_kind = (mask_kind or "").strip().lower()
@@ -412,7 +421,7 @@ def image_create_from_bytes(
         exif_orientation=decoded.orientation,
         width=decoded.width,
         height=decoded.height,
-        attributes=clean_attributes,
+        attributes=cleaned_attributes,
         mask_kind=mask_kind,
         is_synthetic=is_synthetic,
         import_batch=batch,

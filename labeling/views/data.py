@@ -109,6 +109,8 @@ def _bulk(request, project, is_lead: bool):
             params=QueryDict(back) if everything else None,
             reason=request.POST.get("reason", ""),
             labeler_ids=request.POST.getlist("labeler_ids"),
+            attribute=request.POST.get("attribute", ""),
+            value=request.POST.get("value", ""),
         )
     except ValidationError as exc:
         messages.error(request, error_text(exc))

@@ -9,7 +9,14 @@ from django.shortcuts import get_object_or_404, redirect, render
 
 from .. import selectors
 from ..errors import error_text, form_add_error
-from ..forms import PROJECT_FIELDS, CalibrationForm, MemberForm, ProjectForm
+from ..forms import (
+    PROJECT_FIELDS,
+    CalibrationForm,
+    ImageAttributesForm,
+    MemberForm,
+    ProjectForm,
+    attribute_lines_text,
+)
 from ..models import Image, Membership, Phase, Project
 from ..services import phases as phase_services
 from ..services import projects as project_services
@@ -142,12 +149,57 @@ def project_images(request, pk: int):
 def image_detail(request, pk: int):
     image = get_object_or_404(Image.objects.select_related("project", "subject"), pk=pk)
     project, _ = page_project(request, image.project_id, Membership.Role.LEAD, Membership.Role.REVIEWER)
+    is_lead = selectors.is_lead(request.user, project)
+    form = None
+    if is_lead:
+        form = ImageAttributesForm(
+            initial={
+                "subject_id": image.subject.external_id if image.subject else "",
+                "subject_attributes": attribute_lines_text(image.subject.attributes if image.subject else {}),
+                "attributes": attribute_lines_text(image.attributes),
+            }
+        )
+    if request.method == "POST" and request.POST.get("action") == "attributes":
+        page_project(request, image.project_id, Membership.Role.LEAD)
+        form = ImageAttributesForm(request.POST)
+        if form.is_valid() and _image_attributes_save(request, image, form):
+            return redirect("image-detail", pk=image.pk)
     labels = image.labels.select_related("labeler", "phase").order_by("phase_id", "labeler__pseudonym")
     return render(
         request,
         "labeling/image_detail.html",
-        {"project": project, "image": image, "labels": labels, "is_lead": selectors.is_lead(request.user, project)},
+        {"project": project, "image": image, "labels": labels, "is_lead": is_lead, "form": form},
     )
+
+
+def _image_attributes_save(request, image: Image, form: ImageAttributesForm) -> bool:
+    """The form's attributes as the image's and its subject's: what is shown is what is kept (a line deleted
+    removes that attribute). False, with the error on the form, when the service refuses."""
+    from ..models import Subject
+    from ..services.image_attributes import image_attributes_update
+
+    d = form.cleaned_data
+    subject_id = d["subject_id"].strip()
+    target = Subject.objects.filter(project_id=image.project_id, external_id=subject_id).first() if subject_id else None
+    subject_before = (target.attributes or {}) if target is not None else {}
+    subject_patch = {**dict.fromkeys(subject_before), **d["subject_attributes"]}
+    image_patch = {**dict.fromkeys(image.attributes or {}), **d["attributes"]}
+    try:
+        changed = image_attributes_update(
+            image=image,
+            user=request.user,
+            subject_id=subject_id,
+            attributes=image_patch,
+            subject_attributes=subject_patch if subject_id else (d["subject_attributes"] or None),
+        )
+    except ValidationError as exc:
+        form_add_error(form, exc)
+        return False
+    if changed:
+        messages.success(request, f"Saved: {', '.join(changed)}.")
+    else:
+        messages.info(request, "Nothing to change.")
+    return True
 
 
 @login_required

@@ -162,3 +162,21 @@ def test_label_statistics_patched_after_a_change_equal_a_full_computation(projec
     for name in full:
         np.testing.assert_array_equal(patched[name], full[name])
     assert label_stats(project, cal1)["n_labels"].sum() == Label.objects.filter(phase=cal1).count()
+
+
+def test_a_form_encoded_bulk_without_filters_changes_no_image(project, lead, client_for):
+    """Issue 23: a form-encoded body with no "filters.<name>" field (or a bare "filters=") read as filters={},
+    every image of the project; it now needs image_ids or named filters, as a JSON body does."""
+    from labeling.models import ImageExclusion
+
+    images = add_images(project, 2)
+    api = client_for(lead)
+    url = f"/api/projects/{project.id}/data/bulk/"
+    for body in ("action=exclude&reason=x&filters=", "action=exclude&reason=x"):
+        r = api.post(url, data=body, content_type="application/x-www-form-urlencoded")
+        assert r.status_code == 400 and "image_ids" in r.json(), r.content
+    assert not ImageExclusion.objects.filter(image__project=project).exists()
+    r = api.post(
+        url, data=f"action=exclude&reason=x&image_ids={images[0].id}", content_type="application/x-www-form-urlencoded"
+    )
+    assert r.status_code == 200 and r.json()["n_changed"] == 1

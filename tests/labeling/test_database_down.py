@@ -1,9 +1,12 @@
 """Issue 13, item 9: while the database is unreachable, requests answer 503 with Retry-After, not 500.
 
-The failure is real: on SQLite (the embedded stage) another connection holds an exclusive lock on the
-shared test database, so the app's queries fail with ``OperationalError: database table is locked``; on
+The failure is real: on SQLite (the embedded stage) the app's connection is pointed at a file in a folder
+that does not exist, so connecting fails with ``OperationalError: unable to open database file``; on
 PostgreSQL (the real-services stage) the app's connection is pointed at a closed port, as while the
 server restarts. Afterwards the same requests succeed again.
+
+A database that is there but busy is not "unavailable" (issue 23): SQLite's "database is locked" and
+other errors of the app answer 500, and only ``database_unreachable`` errors answer 503.
 """
 
 import socket
@@ -23,16 +26,18 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @contextmanager
 def database_unreachable():
     if connection.vendor == "sqlite":
-        name = connection.settings_dict["NAME"]
-        uri = str(name).startswith("file:")
-        locker = sqlite3.connect(str(name), uri=uri, isolation_level=None, timeout=0.1)
+        # The database file's folder gone (an unmounted volume): the next connection cannot open it. The
+        # in-memory test database's own connection is set aside meanwhile (closing it would destroy it).
+        saved_name, saved_connection = connection.settings_dict["NAME"], connection.connection
+        connection.connection = None
+        connection.settings_dict["NAME"] = "/nonexistent-fairtone-folder/fairtone.sqlite3"
         try:
-            locker.execute("BEGIN EXCLUSIVE")
-            locker.execute("DELETE FROM labeling_scale WHERE 1 = 0")  # take the write lock
             yield
         finally:
-            locker.execute("ROLLBACK")
-            locker.close()
+            connection.connection = None
+            connection.settings_dict["NAME"] = saved_name
+            connection.connection = saved_connection
+            connection.needs_rollback = False
         return
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -76,3 +81,67 @@ def test_requests_get_503_with_retry_after_while_the_database_is_down(project, l
     assert r.status_code == 201
     assert api.post(f"/api/phases/{phase.id}/labels/", body, format="json").status_code == 200
     assert phase.labels.count() == 1
+
+
+def test_only_an_unreachable_database_is_503(tmp_path):
+    """Real driver errors, as Django raises them: an unopenable SQLite file is unreachable; "database is
+    locked" after the busy timeout, a missing table and a deadlock are not."""
+    from django.db import InterfaceError, OperationalError
+    from django.db.utils import DatabaseErrorWrapper
+
+    from labeling.middleware import database_unreachable
+
+    def raised(fn) -> Exception:
+        try:
+            with DatabaseErrorWrapper(connection):
+                fn()
+        except Exception as exc:  # noqa: BLE001 - the wrapped error is the point
+            return exc
+        raise AssertionError("no error")
+
+    unopenable = raised(lambda: sqlite3.connect(str(tmp_path / "missing" / "db.sqlite3")))
+    assert isinstance(unopenable, OperationalError) and database_unreachable(unopenable)
+    path = str(tmp_path / "db.sqlite3")
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("CREATE TABLE t (x)")
+    holder.execute("BEGIN IMMEDIATE")
+    waiter = sqlite3.connect(path, timeout=0.05, isolation_level=None)
+    locked = raised(lambda: waiter.execute("BEGIN IMMEDIATE"))
+    assert "database is locked" in str(locked) and not database_unreachable(locked)
+    missing = raised(lambda: waiter.execute("SELECT * FROM no_such_table"))
+    assert isinstance(missing, OperationalError) and not database_unreachable(missing)
+    holder.execute("ROLLBACK")
+    assert database_unreachable(InterfaceError("connection already closed"))
+    assert not database_unreachable(ValueError("not a database error"))
+
+    import psycopg
+
+    refused = OperationalError("connection refused")
+    refused.__cause__ = psycopg.OperationalError("connection failed: Connection refused")
+    assert database_unreachable(refused)  # no SQLSTATE: the client could not connect
+    deadlock = OperationalError("deadlock detected")
+    deadlock.__cause__ = psycopg.errors.DeadlockDetected("deadlock detected")
+    assert not database_unreachable(deadlock)
+    shutdown = OperationalError("terminating connection due to administrator command")
+    shutdown.__cause__ = psycopg.errors.AdminShutdown("terminating connection")
+    assert database_unreachable(shutdown)
+
+
+def test_a_locked_sqlite_database_is_an_error_not_unavailable(project, labelers, client_for):
+    """A lock held past the busy timeout answers 500 (logged with its traceback), not 503."""
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's lock")
+    add_images(project, 1)
+    phase = open_calibration_1(project, size=1, cal1=1)
+    api = client_for(labelers[0].user)
+    api.raise_request_exception = False
+    name = connection.settings_dict["NAME"]
+    locker = sqlite3.connect(str(name), uri=str(name).startswith("file:"), isolation_level=None, timeout=0.1)
+    try:
+        locker.execute("BEGIN EXCLUSIVE")
+        locker.execute("DELETE FROM labeling_scale WHERE 1 = 0")  # take the write lock
+        r = api.get(f"/api/phases/{phase.id}/next/")
+    finally:
+        locker.execute("ROLLBACK")
+        locker.close()
+    assert r.status_code == 500, (r.status_code, r.content[:200])

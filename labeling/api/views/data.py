@@ -40,8 +40,26 @@ class DataBulkSerializer(serializers.Serializer):
     labeler_ids = serializers.ListField(
         child=serializers.IntegerField(min_value=1, max_value=MAX_ID), required=False, max_length=100
     )
+    attribute = serializers.CharField(
+        max_length=200,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="set_attribute: the name (image.<name>: the photo's own)",
+    )
+    value = serializers.CharField(
+        max_length=1000,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="set_attribute: the value (empty: remove it)",
+    )
 
     def validate(self, data):
+        # A form-encoded body reads filters={} (every image) from no "filters.<name>" field at all (DRF's
+        # DictField from HTML input; a bare "filters=" too): there, filters count only when a field is named.
+        if hasattr(self.initial_data, "getlist") and not any(str(k).startswith("filters.") for k in self.initial_data):
+            data.pop("filters", None)
         if not data.get("image_ids") and data.get("filters") is None:
             raise serializers.ValidationError({"image_ids": "Give image_ids, or filters to act on every match."})
         return data
@@ -150,5 +168,7 @@ class DataManagerViewSet(viewsets.GenericViewSet):
                 params=params,
                 reason=v["reason"],
                 labeler_ids=v.get("labeler_ids"),
+                attribute=v["attribute"],
+                value=v["value"],
             )
         )

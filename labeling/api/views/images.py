@@ -1,4 +1,5 @@
-"""``/api/images/{id}/``: an image, its labels, and sending it back to labelers (leads, reviewers)."""
+"""``/api/images/{id}/``: an image, its labels, its attributes (``PATCH``, leads), and sending it back to
+labelers (leads, reviewers)."""
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
@@ -8,6 +9,7 @@ from rest_framework.response import Response
 
 from ... import selectors
 from ...models import Image, Membership
+from ...services import image_attributes as attribute_services
 from ...services import labels as label_services
 from .. import serializers as s
 
@@ -25,6 +27,18 @@ class ImageViewSet(viewsets.GenericViewSet, mixins.RetrieveModelMixin):
         image = self.get_object()
         selectors.project_access(self.request.user, image.project, Membership.Role.LEAD)
         return image
+
+    @extend_schema(request=s.ImageAttributesPatchSerializer, responses=s.ImageSerializer)
+    def partial_update(self, request, pk=None):
+        """Change the image's subject and attributes (leads): ``subject_id`` (empty for none), ``attributes`` and
+        ``subject_attributes`` as merge patches (a name given ``null`` is removed). Audited (``image.attributes``);
+        releases already published do not change."""
+        image = self._lead()
+        data = s.ImageAttributesPatchSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        attribute_services.image_attributes_update(image=image, user=request.user, **data.validated_data)
+        image = Image.objects.select_related("project", "subject").get(pk=image.pk)
+        return Response(s.ImageSerializer(image).data)
 
     @extend_schema(responses=s.LabelSerializer(many=True))
     @action(detail=True, methods=["get"], pagination_class=None)

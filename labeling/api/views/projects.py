@@ -13,6 +13,8 @@ from ...models import Membership, Phase, Project
 from ...services import phases as phase_services
 from ...services import project_lifecycle
 from ...services import projects as project_services
+from ...services.image_attributes import image_attributes_apply
+from ...services.imports.manifest import MAX_MANIFEST_BYTES
 from .. import serializers as s
 from .common import ATTRIBUTE_FILTER, MAX_ID, phase_for_role
 from .imports import import_from_request
@@ -182,6 +184,39 @@ class ProjectViewSet(
             )
         batch = import_from_request(project, request)
         return Response(s.ImportBatchSerializer(batch).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        request={
+            "multipart/form-data": {
+                "type": "object",
+                "properties": {
+                    "manifest": {"type": "string", "format": "binary", "description": "CSV or JSON Lines"},
+                    "dry_run": {"type": "boolean", "description": "true: report only, change nothing"},
+                },
+                "required": ["manifest"],
+            }
+        },
+        # 400: the report (rows rejected; its shape is ImageAttributesReport) or a field error (no readable manifest).
+        responses={200: s.ImageAttributesReportSerializer},
+    )
+    @action(detail=True, methods=["post"], url_path="image-attributes", parser_classes=[MultiPartParser, FormParser])
+    def image_attributes(self, request, pk=None):
+        """Apply a manifest (the import's format) to images already in the project (leads), matched by
+        ``image_id`` or file name: subject ids and attributes. All rows or none: a rejected row answers 400 with the
+        report and changes nothing. The report says per row: updated, unchanged, unknown or rejected (why)."""
+        project = self.get_object(Membership.Role.LEAD)
+        manifest = request.FILES.get("manifest")
+        if manifest is None:
+            raise ValidationError({"manifest": "Send the manifest file (CSV or JSON Lines) as 'manifest'."})
+        raw = str(request.data.get("dry_run", "false")).strip().lower()
+        if raw not in ("1", "true", "yes", "0", "false", "no", ""):
+            raise ValidationError({"dry_run": "true or false."})
+        data = manifest.read(MAX_MANIFEST_BYTES + 1)
+        report = image_attributes_apply(
+            project=project, data=data, name=manifest.name, user=request.user, dry_run=raw in ("1", "true", "yes")
+        )
+        failed = report["counts"]["rejected"] > 0
+        return Response(report, status=status.HTTP_400_BAD_REQUEST if failed else status.HTTP_200_OK)
 
     @extend_schema(
         responses=phase_for_role(many=True),

@@ -121,7 +121,7 @@ def _is_jsonl(data: bytes, name: str) -> bool:
     return data.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"{"
 
 
-def _check_columns(columns: list[str], name: str) -> None:
+def _check_columns(columns: list[str], name: str, require_file: bool = True) -> None:
     if not columns:
         raise ImportRefused(f"{name} is empty")
     missing_name = [i + 1 for i, column in enumerate(columns) if not column]
@@ -131,7 +131,7 @@ def _check_columns(columns: list[str], name: str) -> None:
     duplicated = sorted(c for c in columns if counts[c.lower()] > 1)
     if duplicated:
         raise ImportRefused(f"{name}: the header names column '{duplicated[0]}' twice")
-    if not any(column.lower() in FILE_COLUMNS for column in columns):
+    if require_file and not any(column.lower() in FILE_COLUMNS for column in columns):
         found = ", ".join(f"'{c}'" for c in columns)
         raise ImportRefused(f"the manifest has no 'file' column; columns found: {found}")
     if sum(column.lower() in FILE_COLUMNS for column in columns) > 1:
@@ -190,7 +190,7 @@ def _lines(text: str, budget: _Budget):
         yield line
 
 
-def _parse_csv(text: str, name: str, budget: _Budget) -> list[ManifestRow]:
+def _parse_csv(text: str, name: str, budget: _Budget, require_file: bool = True) -> list[ManifestRow]:
     end = text.find("\n", 0, budget.max_line + 2)
     first_line = text[: end if end >= 0 else budget.max_line + 2].rstrip("\r")
     delimiter = ","
@@ -208,7 +208,7 @@ def _parse_csv(text: str, name: str, budget: _Budget) -> list[ManifestRow]:
             raise ImportRefused(f"{name} is empty")
         budget.columns(len(header), "the header")
         columns = [column.strip() for column in header]
-        _check_columns(columns, name)
+        _check_columns(columns, name, require_file)
         for number, record in enumerate(reader, start=2):
             budget.clock(number)
             budget.columns(len(record), f"line {number}")
@@ -226,7 +226,7 @@ def _parse_csv(text: str, name: str, budget: _Budget) -> list[ManifestRow]:
     return rows
 
 
-def _parse_jsonl(text: str, name: str, budget: _Budget) -> list[ManifestRow]:
+def _parse_jsonl(text: str, name: str, budget: _Budget, require_file: bool = True) -> list[ManifestRow]:
     rows: list[ManifestRow] = []
     columns: dict[str, None] = {}  # in order of appearance
     for number, line in enumerate(text.splitlines(), start=1):
@@ -264,18 +264,21 @@ def _parse_jsonl(text: str, name: str, budget: _Budget) -> list[ManifestRow]:
         rows.append(ManifestRow(number, cells, error))
     if not rows:
         raise ImportRefused(f"{name} has no rows")
-    _check_columns(list(columns), name)
+    _check_columns(list(columns), name, require_file)
     return rows
 
 
-def parse_manifest(data: bytes, name: str) -> list[ManifestRow]:
+def parse_manifest(data: bytes, name: str, *, require_file: bool = True) -> list[ManifestRow]:
+    """The rows of a CSV or JSON Lines manifest. ``require_file``: refuse one without a file column (an import
+    needs its files; applying attributes to images already imported can match them by ``image_id`` alone)."""
     if len(data) > MAX_MANIFEST_BYTES:
         raise ImportRefused(f"{name} is larger than {MAX_MANIFEST_BYTES:,} bytes")
     text = _decode_text(data, name)
     if "\x00" in text:
         raise ImportRefused(f"{name} contains NUL bytes; it is not a text manifest")
     budget = _Budget.start(name)
-    rows = _parse_jsonl(text, name, budget) if _is_jsonl(data, name) else _parse_csv(text, name, budget)
+    parse = _parse_jsonl if _is_jsonl(data, name) else _parse_csv
+    rows = parse(text, name, budget, require_file)
     if not rows:
         raise ImportRefused(f"{name} has a header but no rows")
     return rows

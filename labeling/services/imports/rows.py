@@ -141,7 +141,7 @@ def _plan_row(row: ManifestRow, seen: _Seen) -> _Plan:
         raise _RowRejected(f"image id '{effective_id}' is already used by row {seen.ids[effective_id]}")
     seen.ids[effective_id] = row.number
 
-    warnings, subject_attributes, image_attributes = _attributes(row, _file_key(row), subject_id)
+    warnings, subject_attributes, image_attributes = row_attributes(row, _file_key(row), subject_id)
     _check_subject(seen, subject_id, subject_attributes)
     return _Plan(
         file_cell=file_cell,
@@ -156,13 +156,16 @@ def _plan_row(row: ManifestRow, seen: _Seen) -> _Plan:
     )
 
 
-def _attributes(row: ManifestRow, file_key: str, subject_id: str) -> tuple[list[str], dict[str, Any], dict[str, Any]]:
+def row_attributes(
+    row: ManifestRow, file_key: str | None, subject_id: str
+) -> tuple[list[str], dict[str, Any], dict[str, Any]]:
     """Warnings (formula-like cells) and the attributes of the subject and of the image.
 
     Every column but the reserved ones is an attribute: of the image when named
-    ``image.<name>`` or when the row has no subject, of the subject otherwise.
+    ``image.<name>`` or when the row has no subject, of the subject otherwise. Also used to apply a
+    manifest's attributes to images already imported (``services.image_attributes``).
     """
-    reserved = {file_key.lower(), *RESERVED_COLUMNS}
+    reserved = {*([file_key.lower()] if file_key else []), *RESERVED_COLUMNS}
     warnings: list[str] = []
     subject_attributes: dict[str, Any] = {}
     image_attributes: dict[str, Any] = {}
