@@ -17,6 +17,7 @@ import yaml
 from labeling.models import ImageBaseline, Release
 from labeling.services import releases as svc
 from labeling.services.releases.bundle import file_info
+from labeling.services.releases.croissant import imagefolder_readme, licence_ids
 from tests.labeling.test_releases import (  # noqa: F401  (fixtures)
     INCLUDE_ALL,
     eager,
@@ -171,3 +172,32 @@ def test_imagefolder_readme_is_a_hub_dataset_card_that_loads_and_says_how_to_fil
     evaluation = rows.filter(lambda row: not row["excluded"])
     assert evaluation.num_rows == released.summary["included"] == 7
     assert sorted(p.name for p in folder.iterdir() if not p.name.endswith(".png")) == ["README.md", "metadata.jsonl"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("CC BY 4.0 (see https://creativecommons.org/licenses/by/4.0/)", ("CC-BY-4.0", "cc-by-4.0")),
+        ("cc-by-nc-sa 4.0", ("CC-BY-NC-SA-4.0", "cc-by-nc-sa-4.0")),
+        ("Released under CC0.", ("CC0-1.0", "cc0-1.0")),
+        ("CC BY 4.0 for the labels, CC BY-NC 4.0 for the photos", None),  # two: not guessed
+        ("Internal research use only; ask the contacts.", None),
+    ],
+)
+def test_licence_ids_name_one_known_licence_or_none(text, expected):
+    assert licence_ids(text) == expected
+
+
+def test_a_licence_the_hub_does_not_know_is_other_with_the_leads_words_in_the_card():
+    facts = {
+        "release": {"project": 'Odd: "quoted" name', "version": 3},
+        "card_text": [{"field": "licence", "text": "Internal research use only."}],
+        "scale": {"name": "Fitzpatrick", "kind": "fitzpatrick"},
+    }
+    files = {"imagefolder/1.jpg": {}, "imagefolder/2.png": {}, "imagefolder/metadata.jsonl": {}}
+    text = imagefolder_readme(facts, files, {"images": 2, "excluded": 0})
+    header = yaml.safe_load(text.split("---\n", 2)[1])
+    assert header["license"] == "other" and header["license_name"] == "custom"
+    assert header["pretty_name"] == 'Odd: "quoted" name: FairTone release 3'
+    assert header["configs"][0]["data_files"][0]["path"] == ["*.jpg", "*.png", "metadata.jsonl"]
+    assert "## Licence\n\nInternal research use only." in text

@@ -104,12 +104,15 @@ LICENCES = (
 SENSITIVE_STATEMENT = (
     "The images are photos of people's faces, and every image carries a skin-tone label: skin tone is a proxy "
     "for racial or ethnic origin, a special category of personal data under GDPR Art. 9 (processing needs an "
-    "Art. 9(2) condition, e.g. explicit consent). Faces are biometric-capable data. Nobody's name is released: "
+    "Art. 9(2) condition, e.g. explicit consent), and a face photo can identify its person. No name is released: "
     "subjects appear by the project's pseudonymous subject_id, labelers by pseudonym."
 )
-PREPROCESSING = (
+PHOTOS_PREPROCESSING = (
     "Every released photo lost its metadata (EXIF including GPS location, XMP, IPTC, comments, text chunks) "
-    "after its EXIF orientation was applied; the images table's sha256 is the checksum of the file as imported.",
+    "after its EXIF orientation was applied; the images table's sha256 is the checksum of the file as imported."
+)
+NO_PHOTOS = "This release holds no photo: images are named by external_id and the sha256 of the file as imported."
+PREPROCESSING = (
     "Colorimetric baselines (ITA, CIELAB L*, hue angle, apparent albedo) were computed from the skin pixels of "
     "each photo with the parameters named by baseline_parameters_hash; they are cross-checks, not labels.",
 )
@@ -429,7 +432,10 @@ def croissant_jsonld(
             _record_set(name, key, text, schemas[name], meanings.get(name, {})) for name, key, text in RECORD_SETS
         ],
         "rai:dataCollection": _collection(facts, card),
-        "rai:dataPreprocessingProtocol": list(PREPROCESSING),
+        "rai:dataPreprocessingProtocol": [
+            PHOTOS_PREPROCESSING if any(path.startswith("imagefolder/") for path in files) else NO_PHOTOS,
+            *PREPROCESSING,
+        ],
         "rai:dataAnnotationProtocol": _annotation_protocol(facts),
         "rai:dataAnnotationPlatform": [f"FairTone web application ({release.get('code_version')})"],
         "rai:dataAnnotationAnalysis": [
