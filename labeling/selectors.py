@@ -394,7 +394,7 @@ def release_files(release: Release) -> dict[str, Any]:
     images = {"n": 0, "bytes": 0}
     manifest = release.manifest or {}
     for path, info in sorted(manifest.get("files", {}).items()):
-        if path.startswith("imagefolder/") and path != "imagefolder/metadata.jsonl":
+        if path.startswith("imagefolder/") and path not in ("imagefolder/metadata.jsonl", "imagefolder/README.md"):
             images["n"] += 1
             images["bytes"] += info.get("bytes", 0)
             continue

@@ -361,8 +361,8 @@ def test_release_files_match_the_database(study, lead, media):
     assert manifest["release"]["version"] == 1 and manifest["release"]["counts"] == release.summary
     for path, info in manifest["files"].items():
         assert (root / path).is_file() and info["bytes"] == (root / path).stat().st_size
-    assert len([p for p in manifest["files"] if p.startswith("imagefolder/")]) == len(images) + 1
-    assert {"data_card.md", "data_card.html", "data_card.json"} <= set(manifest["files"])
+    assert len([p for p in manifest["files"] if p.startswith("imagefolder/")]) == len(images) + 2  # + metadata, README
+    assert {"data_card.md", "data_card.html", "data_card.json", "croissant.json"} <= set(manifest["files"])
     archive = svc.release_zip_path(release)
     assert archive.name == f"fairtone-{project.name.lower().replace(' ', '-')}-v1.zip"
     with zipfile.ZipFile(archive) as zf:

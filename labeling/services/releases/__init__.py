@@ -10,7 +10,8 @@ Modules, each importing only those before it: ``bundle`` (the file writers, no D
 (choices and validation), ``finalise`` (the database in chunks -> ``metrics.finalise.final_tones``),
 ``readiness``, ``tables`` (the schemas and rows of the images, labels and labelers tables), ``storage``
 (paths, which files may be served), ``diff``, ``memory`` (freed memory back to the system between stages),
-``agreement`` (a phase's agreement in chunks of images), ``card_facts`` and ``card`` (the data card), ``build``,
+``agreement`` (a phase's agreement in chunks of images), ``card_facts`` and ``card`` (the data card), ``croissant``
+(``croissant.json`` and the imagefolder's Hub dataset card), ``build``,
 ``lifecycle`` (request, cancel), ``reimport`` (a release back into a new project). Callers import the names below from ``labeling.services.releases``.
 """
 

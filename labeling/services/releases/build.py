@@ -32,6 +32,7 @@ from ..heartbeat import JobBeat
 from .bundle import ImagefolderWriter, TableWriter, file_info, manifest_write, zip_write
 from .card import card_render
 from .card_facts import card_facts, card_project_facts
+from .croissant import croissant_write, imagefolder_readme_write
 from .diff import ImageRow, release_image_rows, rows_diff
 from .finalise import context_load, release_chunks
 from .memory import build_memory, memory_release
@@ -250,6 +251,11 @@ def release_write(
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
         files[relative] = file_info(path)
+    if folder is not None:
+        files.update(imagefolder_readme_write(out_dir, facts, files, summary))
+    # Last but the manifest: it lists the checksum of every file above (and the manifest lists its own).
+    schemas = {"images": schema, "labels": LABELS_SCHEMA, "labelers": LABELERS_SCHEMA}
+    files.update(croissant_write(out_dir, facts, files, schemas, summary, labelers))
     beat()
     files = dict(sorted(files.items()))
     files["manifest.json"] = manifest_write(out_dir, info, files)
