@@ -38,3 +38,18 @@ def submit(phase, labeler, image_id, tones=(5,), **kwargs):
 def label_all(phase, labeler, tone=5):
     for a in phase.assignments.filter(labeler=labeler, done_at__isnull=True).order_by("position"):
         submit(phase, labeler, a.image_id, tones=[tone])
+
+
+def set_eager(value: bool) -> bool:
+    """Make Celery run tasks in this process (True) or send them (False); returns the previous setting.
+
+    Sets ``task_always_eager`` and its Django-namespaced twin ``CELERY_TASK_ALWAYS_EAGER``: Celery 5.6 reads
+    the namespaced key first once the Django settings are loaded, so setting only the short one did nothing.
+    """
+    from celery import current_app
+
+    conf = current_app.conf
+    previous = bool(conf.task_always_eager)
+    conf.task_always_eager = value
+    conf["CELERY_TASK_ALWAYS_EAGER"] = value
+    return previous

@@ -23,7 +23,7 @@ from rest_framework.test import APIClient
 
 from labeling.models import PendingTask
 from labeling.services import queue
-from tests.labeling.helpers import add_images, open_calibration_1
+from tests.labeling.helpers import add_images, open_calibration_1, set_eager
 
 pytestmark = pytest.mark.django_db
 
@@ -214,7 +214,7 @@ def broker_down():
 
     def point_at(url, write_url, read_url, eager):
         conf.broker_url, conf.broker_write_url, conf.broker_read_url = url, write_url, read_url
-        conf.task_always_eager = eager
+        set_eager(eager)
         current_app._pool = None
         current_app.amqp._producer_pool = None
 
@@ -253,11 +253,11 @@ def test_pending_tasks_are_sent_when_the_broker_is_back(project, lead, django_ca
     with django_capture_on_commit_callbacks(execute=False):  # its task never went out
         job = baseline_run_start(project=project, user=lead)
     PendingTask.objects.create(name=queue.BASELINE_RUN, args=[job.id], attempts=1, last_error="OperationalError")
-    saved, current_app.conf.task_always_eager = current_app.conf.task_always_eager, True
+    saved = set_eager(True)
     try:
         assert jobs_sweep()["pending_sent"] == 1
     finally:
-        current_app.conf.task_always_eager = saved
+        set_eager(saved)
     assert not PendingTask.objects.exists()
     job.refresh_from_db()
     assert job.status == Job.Status.DONE and job.done == 2

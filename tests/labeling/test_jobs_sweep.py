@@ -27,12 +27,11 @@ pytestmark = pytest.mark.django_db
 def in_process():
     """Tasks run in this process, in this test's transaction, in both CI stages (a real worker could not
     see the uncommitted rows): what is tested here is the sweeper's logic, not the transport."""
-    from celery import current_app
+    from tests.labeling.helpers import set_eager
 
-    saved = current_app.conf.task_always_eager
-    current_app.conf.task_always_eager = True
+    saved = set_eager(True)
     yield
-    current_app.conf.task_always_eager = saved
+    set_eager(saved)
 
 
 @pytest.fixture
