@@ -190,6 +190,9 @@ def test_every_section_is_present_and_the_numbers_are_the_databases(study):
     ita = facts["labels_vs_ita"]["ita"]
     assert ita["n"] == 10 and ita["rho"] < 0 and ita["ci_low"] <= ita["rho"] <= ita["ci_high"]
     assert "Spearman's rho = " in section(markdown, "Labels vs ITA")
+    # The same without the flagged images, beside it (issue 22).
+    assert "images without a quality flag only" in section(markdown, "Labels vs ITA")
+    assert facts["labels_vs_ita"]["ita_unflagged"]["n"] == ita["n"] - facts["labels_vs_ita"]["n_flagged"]
     # The given exclusions and changes.
     assert facts["exclusions"]["n_excluded"] == 2
     assert "no_labels" in section(markdown, "Exclusions")

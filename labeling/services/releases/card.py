@@ -512,6 +512,7 @@ def _labels_vs_ita(facts: dict) -> list[Block]:
         _list(
             [
                 _rho_text("Mean label vs ITA", v["ita"]),
+                _rho_text("Mean label vs ITA, images without a quality flag only", v["ita_unflagged"]),
                 _rho_text("Mean label vs apparent albedo", v["apparent_albedo"]),
                 _rho_text("Mean label vs normalised apparent albedo", v["apparent_albedo_normalized"]),
             ]

@@ -792,6 +792,7 @@ def _labels_vs_ita(project: Project) -> dict[str, Any]:
         "code_version": comparison["code_version"],
         "n_flagged": comparison["n_flagged"],
         "ita": _correlation(comparison["correlations"]["ita"]),
+        "ita_unflagged": _correlation(comparison["ita_unflagged"]),
         "apparent_albedo": _correlation(comparison["correlations"]["apparent_albedo"]),
         "apparent_albedo_normalized": _correlation(comparison["correlations"]["apparent_albedo_normalized"]),
         "baselines": {
