@@ -10,6 +10,7 @@ import pandas as pd
 from metrics import agreement
 
 from ...models import Label, Phase, Project
+from . import numbers
 from .loading import PhaseLabels, distribution, value_categories
 from .numbers import (
     CONFIDENCE,
@@ -153,7 +154,7 @@ def _alpha_without(panel: _Panel, position: int, labeler_id: int, n_images: int,
     the same reason when alpha without the labeler is (too few images, or its interval too wide).
     """
     low = high = None
-    if reason is None:
+    if reason is None and n_images >= numbers.COEFFICIENT_MIN_UNITS:
         boot = agreement.bootstrap_alpha(
             np.delete(panel.values.T, position, axis=0), n_resamples=N_RESAMPLES, confidence=CONFIDENCE, seed=0
         )
@@ -166,7 +167,8 @@ def _alpha_without(panel: _Panel, position: int, labeler_id: int, n_images: int,
         reason=reason,
         unit="images with 2+ labels from the other labelers",
     )
-    change_reason = reason or panel.reason or (without["reason"] if without["too_wide"] else None)
+    # Hidden whenever alpha without the labeler is (too few images, the floor, or its interval too wide).
+    change_reason = reason or panel.reason or without["reason"]
     return {"alpha_without": without, "alpha_change": stat(panel.loo.loc[labeler_id, "change"], change_reason)}
 
 
