@@ -1,5 +1,6 @@
 """Shared set-up for phase and label tests: a project with images, a lead and labelers."""
 
+import contextlib
 import itertools
 import uuid
 
@@ -40,16 +41,26 @@ def label_all(phase, labeler, tone=5):
         submit(phase, labeler, a.image_id, tones=[tone])
 
 
-def set_eager(value: bool) -> bool:
-    """Make Celery run tasks in this process (True) or send them (False); returns the previous setting.
+@contextlib.contextmanager
+def eager(value: bool):
+    """Celery runs tasks in this process (True) or sends them (False) inside the block, then exactly as before.
 
-    Sets ``task_always_eager`` and its Django-namespaced twin ``CELERY_TASK_ALWAYS_EAGER``: Celery 5.6 reads
-    the namespaced key first once the Django settings are loaded, so setting only the short one did nothing.
+    Sets ``task_always_eager`` and its Django-namespaced twin ``CELERY_TASK_ALWAYS_EAGER`` (Celery 5.6 reads
+    the namespaced key first, and reads it from the Django settings while no override is set, so setting
+    only the short one did nothing); on leaving, the overrides this set are removed, not frozen.
     """
     from celery import current_app
 
     conf = current_app.conf
-    previous = bool(conf.task_always_eager)
-    conf.task_always_eager = value
-    conf["CELERY_TASK_ALWAYS_EAGER"] = value
-    return previous
+    keys = ("task_always_eager", "CELERY_TASK_ALWAYS_EAGER")
+    saved = {key: conf.changes[key] for key in keys if key in conf.changes}
+    for key in keys:
+        conf[key] = value
+    try:
+        yield
+    finally:
+        for key in keys:
+            if key in saved:
+                conf.changes[key] = saved[key]
+            else:
+                conf.changes.pop(key, None)

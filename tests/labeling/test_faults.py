@@ -23,7 +23,7 @@ from rest_framework.test import APIClient
 
 from labeling.models import PendingTask
 from labeling.services import queue
-from tests.labeling.helpers import add_images, open_calibration_1, set_eager
+from tests.labeling.helpers import add_images, eager, open_calibration_1
 
 pytestmark = pytest.mark.django_db
 
@@ -210,19 +210,19 @@ def test_a_membership_deactivated_while_redis_hangs_is_not_served_stale_once_it_
 def broker_down():
     """Celery pointed at a closed port, not eager: sending a task fails as it does during an outage."""
     conf = current_app.conf
-    saved = conf.broker_url, conf.broker_write_url, conf.broker_read_url, conf.task_always_eager
+    saved = conf.broker_url, conf.broker_write_url, conf.broker_read_url
 
-    def point_at(url, write_url, read_url, eager):
+    def point_at(url, write_url, read_url):
         conf.broker_url, conf.broker_write_url, conf.broker_read_url = url, write_url, read_url
-        set_eager(eager)
         current_app._pool = None
         current_app.amqp._producer_pool = None
 
     closed = f"redis://127.0.0.1:{free_port()}/0"
-    point_at(closed, closed, closed, False)
-    assert current_app.connection_for_write().as_uri().endswith(closed.split("@")[-1].split("//")[-1])
-    yield
-    point_at(*saved)
+    with eager(False):
+        point_at(closed, closed, closed)
+        assert current_app.connection_for_write().as_uri().endswith(closed.split("@")[-1].split("//")[-1])
+        yield
+        point_at(*saved)
 
 
 def test_a_task_sent_while_the_broker_is_down_is_recorded_then_sent(
@@ -253,11 +253,8 @@ def test_pending_tasks_are_sent_when_the_broker_is_back(project, lead, django_ca
     with django_capture_on_commit_callbacks(execute=False):  # its task never went out
         job = baseline_run_start(project=project, user=lead)
     PendingTask.objects.create(name=queue.BASELINE_RUN, args=[job.id], attempts=1, last_error="OperationalError")
-    saved = set_eager(True)
-    try:
+    with eager(True):
         assert jobs_sweep()["pending_sent"] == 1
-    finally:
-        set_eager(saved)
     assert not PendingTask.objects.exists()
     job.refresh_from_db()
     assert job.status == Job.Status.DONE and job.done == 2

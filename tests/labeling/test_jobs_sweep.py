@@ -27,11 +27,10 @@ pytestmark = pytest.mark.django_db
 def in_process():
     """Tasks run in this process, in this test's transaction, in both CI stages (a real worker could not
     see the uncommitted rows): what is tested here is the sweeper's logic, not the transport."""
-    from tests.labeling.helpers import set_eager
+    from tests.labeling.helpers import eager
 
-    saved = set_eager(True)
-    yield
-    set_eager(saved)
+    with eager(True):
+        yield
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from labeling.services import queue
 from labeling.services.baselines.comparison import baseline_comparison_cached
 from labeling.services.consensus.caching import phase_summary, phase_summary_is_cached, phase_versions
 from labeling.services.precompute import project_precompute
-from tests.labeling.helpers import add_images, label_all, open_calibration_1, set_eager, submit
+from tests.labeling.helpers import add_images, eager, label_all, open_calibration_1, submit
 
 
 @pytest.fixture
@@ -69,10 +69,9 @@ def worker_like(settings):
     in this process: the task sent with a countdown runs at once, as a worker would run it later."""
     settings.FAIRTONE = {**settings.FAIRTONE, "CONSENSUS_BACKGROUND_REFRESH": True, "PRECOMPUTE_DELAY": 60}
     settings.CELERY_TASK_ALWAYS_EAGER = False
-    saved = set_eager(True)
-    assert queue.background_precompute_enabled() is True
-    yield
-    set_eager(saved)
+    with eager(True):
+        assert queue.background_precompute_enabled() is True
+        yield
 
 
 @pytest.mark.django_db(transaction=True)
