@@ -158,9 +158,14 @@ def test_team_page_manages_members_and_marks_the_inactive(project, labelers, lea
     assert _lead_membership(project).is_active
     r = client.post(page, {"action": "deactivate", "member": "abc"}, follow=True)
     assert "No such member" in r.content.decode()
-    # Existing username with a password, on the page too.
-    r = client.post(page, {"username": "labeler2", "password": "whatever-123", "role": "labeler"})
-    assert r.status_code == 200  # labeler2 is already a member: refused before the password question
+    # An existing sign-in (this lead's) given with a password, on the page too: refused, not "added".
+    assert client.post(page, {"username": "newbie", "password": "long-enough-pw", "role": "labeler"}).status_code == 302
+    second = ProjectFactory(created_by=lead)
+    r = client.post(
+        f"/projects/{second.pk}/members/", {"username": "newbie", "password": "another-password", "role": "labeler"}
+    )
+    assert r.status_code == 200 and "password is not changed here" in r.content.decode()
+    assert not second.memberships.filter(user__username="newbie").exists()
     assert AuditEntry.objects.filter(project_id=project.pk, action="membership.deactivate").count() == 1
 
 
