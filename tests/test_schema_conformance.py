@@ -142,6 +142,8 @@ def build_world() -> dict:
     item = MaskSampleItem.objects.create(sample=sample, image=image, tone=3)
     named = {
         "item_id": item.pk,
+        # A helper, not the labeler whose requests are asked too: a generated body may deactivate them.
+        "member_id": helpers[-1].pk,
         "project_pk": project.pk,
         "version": release.version,
         "path": "images.csv",

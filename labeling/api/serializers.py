@@ -128,6 +128,15 @@ class MembershipSerializer(serializers.ModelSerializer):
         ]
 
 
+class MembershipUpdateSerializer(serializers.Serializer):
+    role = serializers.ChoiceField(choices=Membership.Role.choices, required=False)
+    is_active = serializers.BooleanField(
+        required=False,
+        help_text="false: deactivate (they keep their labels but no longer reach the project, get no new work and "
+        "no relabel requests); true: reactivate.",
+    )
+
+
 class MembershipCreateSerializer(serializers.Serializer):
     username = serializers.CharField(max_length=150)
     password = serializers.CharField(max_length=128, required=False, write_only=True, allow_blank=True)

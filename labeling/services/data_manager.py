@@ -619,8 +619,9 @@ def data_bulk(
             labelers = chosen
             if labelers is None:
                 labelers = list(
+                    # Deactivated labelers are left out: a request to them could never be answered.
                     Membership.objects.filter(
-                        labels__image=image, labels__is_repeat=False, role=Membership.Role.LABELER
+                        labels__image=image, labels__is_repeat=False, role=Membership.Role.LABELER, is_active=True
                     )
                     .distinct()
                     .order_by("id")

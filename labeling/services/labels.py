@@ -381,6 +381,14 @@ def relabel_request(*, image: Image, labelers: list[Membership], reason: str, us
     for membership in labelers:
         if membership.project_id != image.project_id or membership.role != Membership.Role.LABELER:
             raise ValidationError(f"{membership.pseudonym} is not a labeler of this project.")
+        if not membership.is_active:
+            # Their requests could never be answered, and the image would stay out of the next release.
+            raise ValidationError(
+                {
+                    "labeler_ids": f"{membership.pseudonym} is deactivated in this project: choose an active labeler "
+                    "(or reactivate them on the team page)."
+                }
+            )
         if post.assignments.filter(labeler=membership, image=image, done_at__isnull=True).exists():
             continue
         original = (

@@ -268,6 +268,16 @@ def member_add_or_create(
                     "their account page. Leave the email empty to add them."
                 }
             )
+        if password:
+            # The lead may add this account (they created it, or it is theirs): nothing to hide, but its password
+            # is its owner's. Saying "added" while dropping the typed password would leave the lead believing it set.
+            raise ValidationError(
+                {
+                    "password": f"{user.get_username()} already has a sign-in: its password is not changed here. "
+                    "Leave the password empty to add them; they sign in with their own password (a password reset "
+                    "link can be mailed from the team page)."
+                }
+            )
         return membership_add(project=project, user=user, role=role, pseudonym=pseudonym, **profile)
     if user is not None and len(password or "") >= 8:
         raise ValidationError({"username": f"The username “{username}” cannot be used: choose another."})
@@ -289,6 +299,49 @@ def member_add_or_create(
         email=email,
         **profile,
     )
+
+
+@transaction.atomic
+def member_update(*, membership: Membership, role: str | None = None, is_active: bool | None = None) -> Membership:
+    """Change a member's role and/or deactivate or reactivate them (the team page and
+    ``PATCH /api/projects/{id}/members/{member}/``; leads only, checked by the caller).
+
+    A deactivated member keeps their labels and pseudonym but no longer reaches the project (``membership_for``
+    reads active memberships only), is left out of new phases and cannot be sent relabel requests. The project's
+    last active lead can be neither demoted nor deactivated. Each change is audited where memberships are saved
+    (``membership.role``, ``membership.deactivate``, ``membership.reactivate``: ``services.audit``).
+    """
+    from .project_lifecycle import project_refuse_if_archived
+
+    project_refuse_if_archived(membership.project_id, "change its team")
+    # Locked in id order, all the project's memberships: two leads demoting each other at once cannot both pass.
+    locked = {m.pk: m for m in Membership.objects.select_for_update().filter(project_id=membership.project_id)}
+    current = locked.get(membership.pk)
+    if current is None:
+        raise ValidationError({"member": "No such member in this project."})
+    if role is not None and role not in Membership.Role.values:
+        raise ValidationError({"role": f"One of: {', '.join(Membership.Role.values)}."})
+    new_role = current.role if role is None else role
+    new_active = current.is_active if is_active is None else bool(is_active)
+    if (
+        current.role == Membership.Role.LEAD
+        and current.is_active
+        and (new_role != Membership.Role.LEAD or not new_active)
+    ):
+        others = [m for m in locked.values() if m.pk != current.pk and m.role == Membership.Role.LEAD and m.is_active]
+        if not others:
+            field = "role" if new_role != Membership.Role.LEAD else "is_active"
+            raise ValidationError(
+                {
+                    field: f"{current.user.get_username()} is the project's last active lead: make someone else a "
+                    "lead first."
+                }
+            )
+    changed = [f for f, v in (("role", new_role), ("is_active", new_active)) if getattr(current, f) != v]
+    if changed:
+        current.role, current.is_active = new_role, new_active
+        current.save(update_fields=changed)
+    return current
 
 
 @transaction.atomic

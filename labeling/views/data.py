@@ -83,7 +83,11 @@ def data_manager(request, pk: int):
             "query": urlencode([*kept, ("ordering", ordering)]),
             "columns": columns,
             "phases": project.phases.order_by("id"),
+            # The filter lists everyone who labelled (the inactive marked); relabel requests go to active people only.
             "labelers": project.memberships.filter(role=Membership.Role.LABELER).order_by("pseudonym"),
+            "relabel_labelers": project.memberships.filter(role=Membership.Role.LABELER, is_active=True).order_by(
+                "pseudonym"
+            ),
             "flags": baseline_services.FLAG_NAMES,
             "actions": dm.BULK_ACTIONS,
             "post_open": project.phases.filter(kind=Phase.Kind.POST_CALIBRATION, status=Phase.Status.OPEN).exists(),

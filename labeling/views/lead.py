@@ -233,6 +233,8 @@ def project_members(request, pk: int):
     project, _ = page_project(request, pk, Membership.Role.LEAD)
     if request.method == "POST" and request.POST.get("action") in ("email", "reset"):
         return _member_account_action(request, project)
+    if request.method == "POST" and request.POST.get("action") in ("role", "deactivate", "reactivate"):
+        return _member_team_action(request, project)
     form = MemberForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         d = form.cleaned_data
@@ -254,8 +256,40 @@ def project_members(request, pk: int):
     return render(
         request,
         "labeling/project_members.html",
-        {"project": project, "form": form, "members": members, "managed": managed},
+        {"project": project, "form": form, "members": members, "managed": managed, "roles": Membership.Role.choices},
     )
+
+
+def _member_team_action(request, project):
+    """A lead changes a member's role, or deactivates / reactivates them (``services.projects.member_update``)."""
+    membership = project.memberships.select_related("user").filter(pk=_int_or_zero(request.POST.get("member"))).first()
+    if membership is None:
+        messages.error(request, "No such member in this project.")
+        return redirect("project-members", pk=project.pk)
+    action = request.POST["action"]
+    name = membership.user.username
+    try:
+        if action == "role":
+            m = project_services.member_update(membership=membership, role=request.POST.get("role", ""))
+            messages.success(request, f"{name} is now {m.get_role_display().lower()}.")
+        else:
+            project_services.member_update(membership=membership, is_active=action == "reactivate")
+            if action == "reactivate":
+                messages.success(request, f"{name} is active again.")
+            else:
+                messages.success(
+                    request,
+                    f"{name} is deactivated: their labels stay; they no longer reach this project, get no new "
+                    "work and no relabel requests.",
+                )
+    except ValidationError as exc:
+        messages.error(request, error_text(exc))
+    return redirect("project-members", pk=project.pk)
+
+
+def _int_or_zero(raw) -> int:
+    raw = (raw or "").strip()
+    return int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 18 else 0
 
 
 def _member_account_action(request, project):

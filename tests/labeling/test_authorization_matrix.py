@@ -84,6 +84,8 @@ EXPECTED: dict[tuple[str, str], str] = {
     ("/api/projects/{pk}/jobs/", "GET"): "401 403 404 403 ok 404 404 ok",
     ("/api/projects/{pk}/members/", "GET"): "401 403 404 403 ok 404 404 ok",
     ("/api/projects/{pk}/members/", "POST"): "401 403 404 403 bad 404 404 bad",
+    # Team management (issue 23): leads only; an empty patch changes nothing.
+    ("/api/projects/{pk}/members/{member_id}/", "PATCH"): "401 403 404 403 ok 404 404 ok",
     ("/api/projects/{pk}/phases/", "GET"): "401 ok 404 ok ok 404 404 ok",
     ("/api/imports/{pk}/", "GET"): "401 403 404 403 ok 404 404 ok",
     ("/api/images/{pk}/", "GET"): "401 403 404 ok ok 404 404 ok",
@@ -410,6 +412,7 @@ def build_world() -> dict:
         "token": "not-a-token",
         "external_id": subject.external_id,
         "item_id": item.pk,
+        "member_id": labeler.pk,
     }
     return {"users": users, "by_segment": by_segment, "values": values}
 

@@ -4,7 +4,7 @@ from django.db.models import Q
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 
@@ -115,6 +115,22 @@ class ProjectViewSet(
         data.is_valid(raise_exception=True)
         m = project_services.member_add_or_create(project=project, added_by=request.user, **data.validated_data)
         return Response(s.MembershipSerializer(m).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=s.MembershipUpdateSerializer, responses=s.MembershipSerializer)
+    @action(detail=True, methods=["patch"], url_path=r"members/(?P<member_id>[0-9]+)", pagination_class=None)
+    def member(self, request, pk=None, member_id=None):
+        """Change a member's role, or deactivate / reactivate them (leads only; audited). The project's last
+        active lead can be neither demoted nor deactivated."""
+        project = self.get_object(Membership.Role.LEAD)
+        membership = None
+        if int(member_id) <= MAX_ID:
+            membership = project.memberships.select_related("user").filter(pk=int(member_id)).first()
+        if membership is None:
+            raise NotFound("No such member in this project.")
+        data = s.MembershipUpdateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        m = project_services.member_update(membership=membership, **data.validated_data)
+        return Response(s.MembershipSerializer(m).data)
 
     @extend_schema(
         parameters=[
