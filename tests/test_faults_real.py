@@ -14,6 +14,7 @@ it, serves the app from it with gunicorn, and restarts it (``pg_ctl restart -m f
 held for a moment and a start) while labelers submit; the machine's shared PostgreSQL is never touched.
 """
 
+import contextlib
 import glob
 import http.client
 import json
@@ -111,21 +112,23 @@ def private_stack():
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
 
-    conf = current_app.conf
-    saved = conf.broker_url, conf.broker_write_url, conf.broker_read_url
+    from tests.labeling.helpers import celery_conf
 
-    def point_at(urls):
-        conf.broker_url, conf.broker_write_url, conf.broker_read_url = urls
+    stack = contextlib.ExitStack()
+
+    def fresh_pools():
         current_app._pool = None
         current_app.amqp._producer_pool = None
 
     def use_private_broker():
-        point_at((broker, broker, broker))
+        stack.enter_context(celery_conf(broker_url=broker, broker_write_url=broker, broker_read_url=broker))
+        fresh_pools()
 
     try:
         yield use_private_broker, start_worker, kill_worker
     finally:
-        point_at(saved)
+        stack.close()
+        fresh_pools()
         for proc in workers:
             if proc.poll() is None:
                 kill_worker(proc)

@@ -70,7 +70,7 @@ def jobs_here(settings, tmp_path, monkeypatch):
     """Background jobs run in this process (the live server's thread, as on the embedded default), writing
     to a private media folder, also in CI's real-worker run: a task sent to that worker would run there too
     and write to the worker's own media folder (the erasure test lost that race)."""
-    from config.celery import app
+    from tests.labeling.helpers import run_tasks_here
 
-    monkeypatch.setattr(app.conf, "task_always_eager", True)
+    run_tasks_here(monkeypatch)
     settings.MEDIA_ROOT = str(tmp_path / "media")

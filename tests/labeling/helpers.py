@@ -42,25 +42,40 @@ def label_all(phase, labeler, tone=5):
 
 
 @contextlib.contextmanager
-def eager(value: bool):
-    """Celery runs tasks in this process (True) or sends them (False) inside the block, then exactly as before.
+def celery_conf(**values):
+    """Celery settings for the block (``broker_url=...``, ``task_always_eager=...``), then exactly as before.
 
-    Sets ``task_always_eager`` and its Django-namespaced twin ``CELERY_TASK_ALWAYS_EAGER`` (Celery 5.6 reads
-    the namespaced key first, and reads it from the Django settings while no override is set, so setting
-    only the short one did nothing); on leaving, the overrides this set are removed, not frozen.
+    Each is set under its own name and its Django-namespaced twin (``CELERY_BROKER_URL``): Celery 5.6 reads
+    the namespaced key first, and from the Django settings while no override is set, so setting only the
+    short name did nothing in CI's real-services run. On leaving, the overrides this set are removed (or
+    put back as they were), never frozen at the value read under some test's settings.
     """
-    from celery import current_app
+    from config.celery import app
 
-    conf = current_app.conf
-    keys = ("task_always_eager", "CELERY_TASK_ALWAYS_EAGER")
-    saved = {key: conf.changes[key] for key in keys if key in conf.changes}
-    for key in keys:
-        conf[key] = value
+    changes = app.conf.changes
+    keys = [name for key in values for name in (key, "CELERY_" + key.upper())]
+    saved = {key: changes[key] for key in keys if key in changes}
+    for key, value in values.items():
+        changes[key] = changes["CELERY_" + key.upper()] = value
     try:
         yield
     finally:
         for key in keys:
             if key in saved:
-                conf.changes[key] = saved[key]
+                changes[key] = saved[key]
             else:
-                conf.changes.pop(key, None)
+                changes.pop(key, None)
+
+
+def eager(value: bool):
+    """Celery runs tasks in this process (True) or sends them (False) inside the block (:func:`celery_conf`)."""
+    return celery_conf(task_always_eager=value)
+
+
+def run_tasks_here(monkeypatch) -> None:
+    """For one test: Celery runs tasks in this process, even with CI's real worker (see :func:`eager`;
+    undone by ``monkeypatch``, which removes the overrides it added)."""
+    from config.celery import app
+
+    for key in ("task_always_eager", "CELERY_TASK_ALWAYS_EAGER"):
+        monkeypatch.setitem(app.conf.changes, key, True)

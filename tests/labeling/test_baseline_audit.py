@@ -32,9 +32,9 @@ def media_root(settings, tmp_path):
 @pytest.fixture(autouse=True)
 def eager(monkeypatch):
     """Tasks in this process even with CI's broker: these tests never commit, a worker would not see the rows."""
-    from config.celery import app
+    from tests.labeling.helpers import run_tasks_here
 
-    monkeypatch.setattr(app.conf, "task_always_eager", True)
+    run_tasks_here(monkeypatch)
 
 
 def _portrait(tone: int, variant: int) -> bytes:

@@ -28,9 +28,9 @@ FAST = {"permutations": 19, "band_permutations": 99, "uncertainty_draws": 10}
 @pytest.fixture(autouse=True)
 def eager(monkeypatch):
     """Reports computed in this process (these tests never commit; tests/test_real_services.py covers the worker)."""
-    from config.celery import app
+    from tests.labeling.helpers import run_tasks_here
 
-    monkeypatch.setattr(app.conf, "task_always_eager", True)
+    run_tasks_here(monkeypatch)
 
 
 @pytest.fixture

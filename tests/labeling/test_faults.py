@@ -23,7 +23,7 @@ from rest_framework.test import APIClient
 
 from labeling.models import PendingTask
 from labeling.services import queue
-from tests.labeling.helpers import add_images, eager, open_calibration_1
+from tests.labeling.helpers import add_images, celery_conf, eager, open_calibration_1
 
 pytestmark = pytest.mark.django_db
 
@@ -209,20 +209,17 @@ def test_a_membership_deactivated_while_redis_hangs_is_not_served_stale_once_it_
 @pytest.fixture
 def broker_down():
     """Celery pointed at a closed port, not eager: sending a task fails as it does during an outage."""
-    conf = current_app.conf
-    saved = conf.broker_url, conf.broker_write_url, conf.broker_read_url
 
-    def point_at(url, write_url, read_url):
-        conf.broker_url, conf.broker_write_url, conf.broker_read_url = url, write_url, read_url
+    def fresh_pools():
         current_app._pool = None
         current_app.amqp._producer_pool = None
 
     closed = f"redis://127.0.0.1:{free_port()}/0"
-    with eager(False):
-        point_at(closed, closed, closed)
+    with celery_conf(task_always_eager=False, broker_url=closed, broker_write_url=closed, broker_read_url=closed):
+        fresh_pools()
         assert current_app.connection_for_write().as_uri().endswith(closed.split("@")[-1].split("//")[-1])
         yield
-        point_at(*saved)
+    fresh_pools()
 
 
 def test_a_task_sent_while_the_broker_is_down_is_recorded_then_sent(

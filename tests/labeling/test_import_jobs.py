@@ -24,9 +24,9 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture(autouse=True)
 def in_process(monkeypatch):
     """Tasks run in this process, in the test's transaction (the embedded default), in both CI stages."""
-    from celery import current_app
+    from tests.labeling.helpers import run_tasks_here
 
-    monkeypatch.setattr(current_app.conf, "task_always_eager", True)
+    run_tasks_here(monkeypatch)
 
 
 def upload(project, lead, n, *, start=0):

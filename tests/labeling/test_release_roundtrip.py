@@ -24,9 +24,9 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture(autouse=True)
 def eager(monkeypatch, settings, tmp_path):
-    from config.celery import app
+    from tests.labeling.helpers import run_tasks_here
 
-    monkeypatch.setattr(app.conf, "task_always_eager", True)
+    run_tasks_here(monkeypatch)
     settings.MEDIA_ROOT = str(tmp_path / "media")
 
 

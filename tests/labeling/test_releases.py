@@ -52,9 +52,9 @@ SECRET_NAMES = ("ann.secret", "bob.secret", "cy.secret", "dee.secret")
 def eager(monkeypatch):
     """Build releases in this process even when a broker is configured (CI's real-worker run): these tests
     never commit, so a worker could not see their rows; tests/test_real_services.py covers the worker."""
-    from config.celery import app
+    from tests.labeling.helpers import run_tasks_here
 
-    monkeypatch.setattr(app.conf, "task_always_eager", True)
+    run_tasks_here(monkeypatch)
 
 
 @pytest.fixture
