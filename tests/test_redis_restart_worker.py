@@ -81,7 +81,6 @@ def wait_for(condition, what: str, seconds: float):
 
 def test_the_worker_survives_a_redis_restart_and_runs_its_delayed_task_once():
     assert shutil.which("redis-server"), "the real-services stage needs the redis-server binary"
-    from celery import Celery
 
     port = free_port()
     workdir = Path(tempfile.mkdtemp(prefix="fairtone-redis-restart-"))
@@ -117,11 +116,23 @@ def test_the_worker_survives_a_redis_restart_and_runs_its_delayed_task_once():
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
-    sender = Celery("fault-sender", broker=broker)
     token = uuid.uuid4().hex
     try:
         wait_for(lambda: b"ready." in log_path.read_bytes(), "the private worker", 60)
-        sender.send_task("fault.mark", args=[str(out), token], countdown=COUNTDOWN)
+        # Sent from a process of its own whose environment names the private broker: in this process
+        # CELERY_BROKER_URL names CI's broker, and Celery 5.6 lets it win over broker=.
+        send = (
+            "import sys\nfrom celery import Celery\n"
+            "app = Celery('fault-sender', broker=sys.argv[1])\n"
+            "app.send_task('fault.mark', args=[sys.argv[2], sys.argv[3]], countdown=float(sys.argv[4]))\n"
+            "app.close()\n"
+        )
+        subprocess.run(
+            [sys.executable, "-c", send, broker, str(out), token, str(COUNTDOWN)],
+            env={**os.environ, "CELERY_BROKER_URL": broker},
+            check=True,
+            timeout=60,
+        )
         wait_for(lambda: b"] received" in log_path.read_bytes(), "the worker to receive the task", 10)
         time.sleep(1)
         redis.send_signal(signal.SIGKILL)
@@ -143,5 +154,4 @@ def test_the_worker_survives_a_redis_restart_and_runs_its_delayed_task_once():
         print("--- worker.log\n" + log_path.read_text(errors="replace")[-6000:])  # shown when the test failed
         redis.kill()
         redis.wait()
-        sender.close()
         shutil.rmtree(workdir, ignore_errors=True)

@@ -111,7 +111,7 @@ def image_attributes_update(
     wanted_subject = _UNSET if subject_id is _UNSET else _subject_id(subject_id)
     changed: list[str] = []
     with transaction.atomic():
-        image = Image.objects.select_for_update().select_related("subject").get(pk=image.pk)
+        image = Image.objects.select_for_update(of=("self",)).select_related("subject").get(pk=image.pk)
         subject = image.subject
         if wanted_subject is not _UNSET and wanted_subject != (subject.external_id if subject else ""):
             subject = (
@@ -354,7 +354,7 @@ def images_set_attribute(*, project: Project, images: list[Image], name: str, va
     with transaction.atomic():
         subjects_done: dict[int, bool] = {}
         for image in (
-            Image.objects.select_for_update()
+            Image.objects.select_for_update(of=("self",))
             .select_related("subject")
             .filter(project=project, pk__in=[i.pk for i in images])
         ):
