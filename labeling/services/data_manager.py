@@ -64,22 +64,21 @@ SORTS = {
 }
 #: Every parameter ``data_query`` reads: the one list of filter keys. A bulk action refuses any other key
 #: (a misspelt one would otherwise filter nothing and act on every image); a read names the others it ignored.
-FILTER_KEYS = frozenset(
-    {
-        "search",
-        "phase",
-        "labeler",
-        "labeler_status",
-        "min_labels",
-        "max_labels",
-        "near_consensus",
-        "review",
-        "baseline_flag",
-        "excluded",
-        "attr",
-        "ordering",
-    }
+FILTER_PARAMETERS = (
+    "search",
+    "phase",
+    "labeler",
+    "labeler_status",
+    "min_labels",
+    "max_labels",
+    "near_consensus",
+    "review",
+    "baseline_flag",
+    "excluded",
+    "attr",
+    "ordering",
 )
+FILTER_KEYS = frozenset(FILTER_PARAMETERS)
 #: The table's paging (``data_page``): allowed beside the filters, ignored by a bulk action.
 PAGE_KEYS = frozenset({"page", "page_size"})
 REVIEW_STATES = ("open", "accepted", "resolved")

@@ -14,21 +14,8 @@ from ..services import baselines as baseline_services
 from ..services import data_manager as dm
 from .access import page_project
 
-FILTER_NAMES = (
-    "search",
-    "phase",
-    "labeler",
-    "labeler_status",
-    "min_labels",
-    "max_labels",
-    "near_consensus",
-    "review",
-    "baseline_flag",
-    "excluded",
-    "attr",
-    "ordering",
-    "page_size",
-)
+#: The page keeps these in its links: the service's filter parameters and the page size.
+FILTER_NAMES = (*dm.FILTER_PARAMETERS, "page_size")
 COLUMNS = [
     ("external_id", "Image"),
     (None, "Subject and attributes"),
