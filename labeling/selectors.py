@@ -147,7 +147,19 @@ def assignment_queue(*, phase: Phase, labeler: Membership, after_position: int =
             phase_id=phase.id, labeler_id=labeler.id, done_at__isnull=True, position__gt=after_position
         )
         .select_related("image")
-        .only("id", "position", "kind", "request_reason", "image__id", "image__width", "image__height")
+        .only(
+            "id",
+            "position",
+            "kind",
+            "request_reason",
+            "image__id",
+            "image__width",
+            "image__height",
+            "image__box_x",
+            "image__box_y",
+            "image__box_width",
+            "image__box_height",
+        )
         .order_by("position")[:limit]
     )
 
@@ -161,7 +173,7 @@ def labeler_progress(*, phase: Phase, labeler: Membership) -> dict[str, int]:
 
 def labeler_history(*, phase: Phase, labeler: Membership) -> list[dict]:
     """The labeler's answered images in this phase, in the order they were shown."""
-    rows = phase.assignments.filter(labeler=labeler, done_at__isnull=False).order_by("position")
+    rows = phase.assignments.filter(labeler=labeler, done_at__isnull=False).select_related("image").order_by("position")
     labels = {lab.assignment_id: lab for lab in Label.objects.filter(phase=phase, labeler=labeler)}
     relabels = {lab.id: lab for lab in Label.objects.filter(id__in=[a.relabel_of_id for a in rows if a.relabel_of_id])}
     history = []

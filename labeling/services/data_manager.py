@@ -484,7 +484,10 @@ def data_rows(project: Project, images: list[Image], phase: Phase | None = None)
             {
                 "id": image.id,
                 "external_id": image.external_id,
+                # A box's thumbnail is the box; ``box`` says which part of which photo it is.
                 "thumbnail_url": f"/images/{image.id}/file/thumbnail/",
+                "box": image.box_dict,
+                "file": image.original_filename,
                 "subject": image.subject.external_id if image.subject else None,
                 "attributes": attributes,
                 "phases": phases.get(image.id, []),

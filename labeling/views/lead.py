@@ -165,10 +165,31 @@ def image_detail(request, pk: int):
         if form.is_valid() and _image_attributes_save(request, image, form):
             return redirect("image-detail", pk=image.pk)
     labels = image.labels.select_related("labeler", "phase").order_by("phase_id", "labeler__pseudonym")
+    # The other items of the same photo: the other people's boxes (or the whole photo).
+    same_photo = list(
+        Image.objects.filter(project_id=image.project_id, sha256=image.sha256)
+        .exclude(pk=image.pk)
+        .select_related("subject")
+        .order_by("external_id")
+    )
+    box = None
+    if image.box is not None:
+        box = {
+            k: f"{100 * v / (image.width if k in ('x', 'width') else image.height):.4f}"
+            for k, v in image.box_dict.items()
+        }
     return render(
         request,
         "labeling/image_detail.html",
-        {"project": project, "image": image, "labels": labels, "is_lead": is_lead, "form": form},
+        {
+            "project": project,
+            "image": image,
+            "labels": labels,
+            "is_lead": is_lead,
+            "form": form,
+            "same_photo": same_photo,
+            "box_percent": box,
+        },
     )
 
 
