@@ -183,3 +183,13 @@ class Image(models.Model):
         """The box as ``{"x", "y", "width", "height"}`` (the API's and the labeling page's shape), or None."""
         box = self.box
         return None if box is None else dict(zip(("x", "y", "width", "height"), box, strict=True))
+
+    @property
+    def box_percent(self) -> dict[str, str] | None:
+        """The box as percentages of the photo (``x``, ``y``, ``width``, ``height``; CSS values for the pages
+        that outline it on the display image), or None for a whole photo."""
+        box = self.box_dict
+        if box is None:
+            return None
+        size = {"x": self.width, "width": self.width, "y": self.height, "height": self.height}
+        return {k: f"{100 * v / size[k]:.4f}" for k, v in box.items()}

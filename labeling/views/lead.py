@@ -172,12 +172,6 @@ def image_detail(request, pk: int):
         .select_related("subject")
         .order_by("external_id")
     )
-    box = None
-    if image.box is not None:
-        box = {
-            k: f"{100 * v / (image.width if k in ('x', 'width') else image.height):.4f}"
-            for k, v in image.box_dict.items()
-        }
     return render(
         request,
         "labeling/image_detail.html",
@@ -188,7 +182,7 @@ def image_detail(request, pk: int):
             "is_lead": is_lead,
             "form": form,
             "same_photo": same_photo,
-            "box_percent": box,
+            "box_percent": image.box_percent,
         },
     )
 
