@@ -321,6 +321,7 @@
     frame.style.width = `${w}px`;
     frame.style.height = `${h}px`;
     frame.style.transform = `translate(-50%, -50%) translate(${v.x}px, ${v.y}px) scale(${v.zoom})`;
+    frame.style.setProperty("--zoom", String(v.zoom)); // the box's outline stays 2 px on screen
     ui.stage.classList.toggle("zoomed", v.zoom > 1);
   }
 
