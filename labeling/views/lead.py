@@ -423,6 +423,7 @@ def phase_detail(request, pk: int):
             "phase": phase,
             "progress": phase_services.phase_progress(phase),
             "close_summary": phase_services.phase_close_summary(phase) if phase.status == Phase.Status.OPEN else None,
+            "order_refusal": phase_services.phase_order_refusal(phase) if phase.status == Phase.Status.DRAFT else None,
             "reopen_refusal": phase_services.phase_reopen_refusal(phase)
             if phase.status == Phase.Status.CLOSED
             else None,

@@ -140,16 +140,33 @@
   // A warning about the current answer goes as soon as the answer no longer has the problem
   // (``fixedWhen`` turns true on a later render), not only when its timer runs out.
   let toastFixedWhen = null;
+  // The image a message is about (null: about the phase or the saving): it goes when another image is shown,
+  // so "Skip: …, press Enter" no longer stays over the previous image after Backspace.
+  let toastImage = null;
   function flash(message, kind = "info", fixedWhen = null) {
     ui.toast.textContent = message;
     ui.toast.dataset.kind = kind;
     ui.toast.hidden = false;
     toastFixedWhen = fixedWhen;
+    toastImage = null;
     clearTimeout(toastTimer);
     toastTimer = setTimeout(() => {
       ui.toast.hidden = true;
       toastFixedWhen = null;
     }, kind === "error" ? 6000 : 2600);
+  }
+  /** A message about the image on screen. */
+  function flashHere(message, kind = "info", fixedWhen = null) {
+    flash(message, kind, fixedWhen);
+    toastImage = state.shownId;
+  }
+  function clearToastOf(previousImage) {
+    if (toastImage !== null && toastImage === previousImage && !ui.toast.hidden) {
+      ui.toast.hidden = true;
+      toastFixedWhen = null;
+      toastImage = null;
+      clearTimeout(toastTimer);
+    }
   }
   function clearFixedToast() {
     if (toastFixedWhen && !ui.toast.hidden && toastFixedWhen()) {
@@ -429,6 +446,7 @@
     if (id !== state.shownId) {
       // Keep an unsubmitted choice if the labeler comes back to this image.
       if (state.shownId !== null && state.selection) drafts.set(state.shownId, state.selection);
+      clearToastOf(state.shownId);
       timerSwitch(id);
       state.shownId = id;
       state.digitBuffer = null;
@@ -511,7 +529,7 @@
   function pairTone(position) {
     if (!TONE.has(position)) return;
     if (!config.allowPairs) {
-      flash("This project asks for a single tone.");
+      flashHere("This project asks for a single tone.");
       return;
     }
     const sel = state.selection;
@@ -521,7 +539,7 @@
       state.selection = { ...sel, tones: [primary] };
     } else if (Math.abs(position - primary) !== 1) {
       const options = [primary - 1, primary + 1].filter((p) => TONE.has(p)).join(" or ");
-      flash(`Only adjacent tones can be paired: ${primary} with ${options}.`, "warn", () => state.selection !== sel);
+      flashHere(`Only adjacent tones can be paired: ${primary} with ${options}.`, "warn", () => state.selection !== sel);
       return;
     } else {
       state.selection = { ...sel, tones: [Math.min(primary, position), Math.max(primary, position)] };
@@ -566,7 +584,7 @@
   function chooseSkip(reason) {
     state.selection = { tones: [], primary: null, uncertain: state.selection.uncertain, skipReason: reason };
     closeSkip();
-    flash(`Skip: ${reason}. Press Enter to submit.`);
+    flashHere(`Skip: ${reason}. Press Enter to submit.`);
     render();
   }
 
@@ -615,11 +633,11 @@
     }
     const sel = state.selection;
     if (!sel.skipReason && !sel.tones.length) {
-      flash("Choose a tone, or skip (S).", "warn", () => state.selection.tones.length > 0 || !!state.selection.skipReason);
+      flashHere("Choose a tone, or skip (S).", "warn", () => state.selection.tones.length > 0 || !!state.selection.skipReason);
       return;
     }
     if (!sel.skipReason && !state.imageReady) {
-      flash("The image is still loading.", "info", () => state.imageReady);
+      flashHere("The image is still loading.", "info", () => state.imageReady);
       return;
     }
     if (item.review && sameAnswer(fromHistory(item.review), sel)) {
