@@ -21,12 +21,20 @@
   document.addEventListener("submit", function (e) {
     const form = e.target;
     if (e.defaultPrevented || (form.getAttribute("method") || "get").toLowerCase() !== "post") return;
-    // After this event: a button disabled now would leave its name and value out of what is sent.
+    // After this event: a button disabled now would leave its name and value out of what is sent. If no new
+    // page comes (an answer that is a download), they work again after a while.
     setTimeout(function () {
-      buttons(form).forEach(function (b) {
+      const held = buttons(form);
+      held.forEach(function (b) {
         b.disabled = true;
         b.dataset.busy = "1";
       });
+      setTimeout(function () {
+        held.forEach(function (b) {
+          b.disabled = false;
+          delete b.dataset.busy;
+        });
+      }, 15000);
     }, 0);
   });
   // Back to a page kept in the browser's cache: its buttons work again.
