@@ -422,6 +422,17 @@ def test_a_three_person_photo_goes_from_manifest_to_labels_to_release_rows(
     fields = {f["name"]: f for f in images["field"]}
     assert {"box_x", "box_y", "box_width", "box_height"} <= set(fields)
     assert "box" in fields["box_x"]["description"]
+    # The release with its photos imports into a new project with each person's box (issue 22's round trip):
+    # the three rows' photos are the same stripped bytes, so without their boxes they would be duplicates.
+    from labeling.services.projects import project_create
+
+    data = release_services.release_zip_path(release).read_bytes()
+    target = project_create(name="Restored", created_by=lead)
+    result = release_services.release_import(project=target, fileobj=io.BytesIO(data), user=lead)
+    assert result["images"] == 4 and result["labels"] == 12
+    restored = {i.external_id: i.box for i in target.images.all()}
+    assert restored == {**{f"group#{n}": b for n, b in BOXES.items()}, "solo": None}
+    assert len(set(target.images.filter(box_x__isnull=False).values_list("original", flat=True))) == 1
     # The data card lists the columns with their meaning.
     card = json.loads((root / "data_card.json").read_text())
     meanings = {f["name"]: f["meaning"] for f in card["fields"]["images"]}
