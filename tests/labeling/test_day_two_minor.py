@@ -15,6 +15,7 @@ from labeling.services.phases import calibration_configure, phase_close, phase_g
 from labeling.services.phases import phase_set_labels_per_image as set_labels_per_image
 from labeling.services.releases import release_readiness_cached
 from tests.labeling.helpers import add_images, open_calibration_1
+from tests.labeling.test_evaluations import eager, media, synthetic  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.django_db
 
@@ -200,3 +201,37 @@ def test_the_gate_form_speaks_of_images_not_customers(project, lead, client):
     page = client.get(f"/projects/{project.id}/evaluations/").content.decode()
     assert "customer" not in page.lower()
     assert "images in seed 000's underperforming clusters" in page
+
+
+# --------------------------------------------------------------------------- the evaluation report's words
+
+
+def test_the_evaluation_page_reads_one_verdict_and_names_the_correction_once(
+    synthetic, lead, client_for, client, django_capture_on_commit_callbacks
+):
+    import json
+    import re
+    from html import unescape
+
+    from tests.labeling.test_evaluations import post, results_for
+
+    project, table = synthetic["project"], synthetic["images"]
+    api = client_for(lead)
+    created = post(api, project, results_for(table), capture=django_capture_on_commit_callbacks)
+    run = api.get(f"/api/projects/{project.pk}/evaluations/{created.json()['id']}/").json()
+    assert run["status"] == "done", run
+    report = json.loads(b"".join(api.get(run["report_url"]).streaming_content))
+    client.force_login(lead)
+    page = unescape(client.get(f"/projects/{project.pk}/evaluations/{run['id']}/").content.decode())
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page))
+    # One level per attribute, read from report.json's verdict, everywhere the page and the summary say one.
+    for key, title in (("gender", "Gender"), ("skin_tone", "Skin tone")):
+        level = report[key]["verdict"]["level"]
+        row = re.search(rf"<tr><td>{title}.*?</tr>", page, re.S).group(0)
+        assert f'class="verdict-{level}">{level}<' in row, (key, level)
+        # The summary's sentence carries the verdict's own reading of that level (severity.level_reading).
+        sentence = next(line for line in report["summary"] if line.startswith(f"{title} disparity is"))
+        assert report[key]["verdict"]["reading"] in sentence and sentence in text
+    # Three genders: the correction is named once, never "over 3 pairs over 3 pairs"; no "customers".
+    assert report["gender"]["seed_000"]["n_pairs"] == 3
+    assert "pairs over" not in text and "customer" not in text.lower()
