@@ -207,7 +207,11 @@ def test_the_gate_form_speaks_of_images_not_customers(project, lead, client):
 
 
 def test_the_evaluation_page_reads_one_verdict_and_names_the_correction_once(
-    synthetic, lead, client_for, client, django_capture_on_commit_callbacks
+    synthetic,  # noqa: F811 - the fixture imported above
+    lead,
+    client_for,
+    client,
+    django_capture_on_commit_callbacks,
 ):
     import json
     import re
