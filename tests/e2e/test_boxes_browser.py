@@ -166,6 +166,25 @@ def test_a_three_person_photo_from_manifest_to_labels_to_release_rows(
     expect(page.locator("tr", has_text="row 5:")).to_contain_text("row 6, another box of the same photo, was rejected")
     save(page, results_dir, "import-report")
     assert sorted(Image.objects.values_list("external_id", flat=True)) == ["street#amara", "street#ben", "street#chen"]
+    # The data manager: one row per person, each with the thumbnail of their box; the image page outlines it.
+    page.goto(f"{live_server.url}/projects/{project.id}/data/")
+    expect(page.locator("tbody tr")).to_have_count(3)
+    expect(page.locator("tbody tr", has_text="street#ben")).to_contain_text("box 220×490 of street.jpg")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.dm-image img')].every(i => i.complete && i.naturalWidth > 0)"
+    )
+    sizes = page.evaluate(
+        "() => [...document.querySelectorAll('.dm-image img')].map(i => i.naturalWidth / i.naturalHeight)"
+    )
+    assert all(abs(r - 220 / 470) < 0.06 or abs(r - 220 / 490) < 0.06 or abs(r - 220 / 460) < 0.06 for r in sizes), (
+        sizes
+    )
+    save(page, results_dir, "data-manager")
+    ben = Image.objects.get(external_id="street#ben")
+    page.goto(f"{live_server.url}/images/{ben.id}/")
+    expect(page.locator("#image-box")).to_contain_text("x=340, y=90, 220 × 490 pixels")
+    expect(page.locator("#same-photo")).to_contain_text("street#amara")
+    save(page, results_dir, "image-page")
     page.context.clear_cookies()
 
     cal1, _cal2 = calibration_configure(project=project, size=3, calibration_1_size=3, n_repeated=0, seed=3)
