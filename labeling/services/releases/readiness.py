@@ -34,9 +34,9 @@ def release_readiness(project: Project, rule: dict[str, Any] | None = None) -> d
     -------
     dict
         ``rule`` (cleaned), ``n_images``, ``n_included``, ``n_excluded`` (by the rule's ``include``),
-        ``n_with_labels``, and ``categories``: ``{name: {"description", "count", "include",
-        "examples": [{"image_id", "external_id"}]}}`` in the order of :data:`CATEGORIES`. An image
-        can be in several categories.
+        ``n_with_labels``, ``categories``: ``{name: {"description", "count", "include",
+        "examples": [{"image_id", "external_id"}]}}`` in the order of :data:`CATEGORIES` (an image
+        can be in several categories), and ``open_phases`` (:func:`phases_still_open`).
 
     Raises
     ------
@@ -79,6 +79,7 @@ def release_readiness(project: Project, rule: dict[str, Any] | None = None) -> d
             }
             for name, description in CATEGORIES.items()
         },
+        "open_phases": phases_still_open(project),
     }
 
 
@@ -110,7 +111,8 @@ def release_readiness_cached(project: Project, rule: dict[str, Any] | None = Non
     django.core.exceptions.ValidationError
         A bad rule (see :func:`rule_clean`).
     """
-    # Which phases are still open is read at every request (opening or closing a phase changes no label).
+    # Which phases are still open is read again at every request (opening or closing a phase changes no label,
+    # so the cached readiness would not know).
     return {**_readiness_cached(project, rule, compute=compute), "open_phases": phases_still_open(project)}
 
 
