@@ -71,6 +71,15 @@ HEADER = "file,subject_id,gender,body_shape,x,y,width,height"
 
 
 @pytest.fixture(autouse=True)
+def here(monkeypatch):
+    """Background work (display images, baselines, releases) runs in this process, also with CI's real worker:
+    these tests never commit, so a worker could not see their rows."""
+    from tests.labeling.helpers import run_tasks_here
+
+    run_tasks_here(monkeypatch)
+
+
+@pytest.fixture(autouse=True)
 def media(settings, tmp_path):
     settings.MEDIA_ROOT = str(tmp_path / "media")
     return Path(settings.MEDIA_ROOT)
@@ -373,12 +382,7 @@ def ImageBaselineRows(project):  # noqa: N802 - reads like the model it lists
 # --------------------------------------------------------------------------- from manifest to release rows
 
 
-def test_a_three_person_photo_goes_from_manifest_to_labels_to_release_rows(
-    project, lead, boxed, three, client_for, monkeypatch
-):
-    from tests.labeling.helpers import run_tasks_here
-
-    run_tasks_here(monkeypatch)
+def test_a_three_person_photo_goes_from_manifest_to_labels_to_release_rows(project, lead, boxed, three, client_for):
     phase = open_all(project)
     tones = {"alice": 3, "bob": 6, "carol": 9, "dan": 5}
     by_id = {i.id: name for name, i in boxed.items()}
