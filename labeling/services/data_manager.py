@@ -44,13 +44,16 @@ from ..models import (
     Project,
     ReviewDecision,
 )
-from .attributes import attribute_key_valid
+from .attributes import attribute_condition, attribute_key_valid
 from .audit import audit
 from .project_lifecycle import project_refuse_if_archived
 
 PAGE_SIZE = 50
 MAX_PAGE_SIZE = 200
 MAX_BULK = 10_000
+#: A bulk action on more images than a page asks for their number first (``confirm``): a search for "face_"
+#: with "every image matching" excluded a whole dataset in one click.
+BULK_CONFIRM_ABOVE = PAGE_SIZE
 SEARCH_MAX = 200
 
 #: Sort keys: the column's name in the request and what it sorts by.
@@ -300,16 +303,8 @@ def data_query(project: Project, params) -> DataQuery:
             raise ValidationError({"attr": "Use key:value (equality only) with a key of letters, digits and single _."})
         attributes[name] = value.strip()
     for name, value in attributes.items():
-        # Subject or image attribute, compared as text, and as a number when it is one (the
-        # Images page's rule, selectors.image_filter_by_attributes; services do not import selectors).
-        condition = Q(**{f"subject__attributes__{name}": value}) | Q(**{f"attributes__{name}": value})
-        for cast in (int, float):
-            try:
-                number = cast(value)
-            except ValueError:
-                continue
-            condition |= Q(**{f"subject__attributes__{name}": number}) | Q(**{f"attributes__{name}": number})
-        qs = qs.filter(condition)
+        # Subject or image attribute, whatever the case of the text (services.attributes, the one rule).
+        qs = qs.filter(attribute_condition(name, value))
     if attributes:
         chosen["attr"] = ",".join(f"{k}:{v}" for k, v in attributes.items())
 
@@ -484,7 +479,10 @@ def data_rows(project: Project, images: list[Image], phase: Phase | None = None)
             {
                 "id": image.id,
                 "external_id": image.external_id,
+                # A box's thumbnail is the box; ``box`` says which part of which photo it is.
                 "thumbnail_url": f"/images/{image.id}/file/thumbnail/",
+                "box": image.box_dict,
+                "file": image.original_filename,
                 "subject": image.subject.external_id if image.subject else None,
                 "attributes": attributes,
                 "phases": phases.get(image.id, []),
@@ -577,9 +575,13 @@ def data_bulk(
     labeler_ids=None,
     attribute: str = "",
     value: str = "",
+    confirm: int | None = None,
 ) -> dict:
     """Apply a bulk action to the chosen images (``image_ids``) or to every image the filters match
     (``params``, at most ``MAX_BULK``). Returns ``{"action", "n_images", "n_changed", "message"}``.
+
+    More than :data:`BULK_CONFIRM_ABOVE` images (a page) are changed only when ``confirm`` is their number:
+    otherwise a ``ValidationError`` on ``confirm`` says how many images the action would change.
 
     - ``relabel``: send each image back (post-calibration phase open) to ``labeler_ids``, or to the
       labelers who labelled it, with ``reason`` (shown to them);
@@ -603,6 +605,7 @@ def data_bulk(
         # Before the images are read: a missing reason is the lead's mistake to hear about first.
         _exclusion_reason(reason)
     images = _bulk_images(project, image_ids, params)
+    bulk_confirm_check(action, len(images), confirm)
     changed = 0
     if action == "relabel":
         chosen = None
@@ -654,6 +657,26 @@ def data_bulk(
         changed = len(images)
         message = f"{changed} image(s) marked {state.label.lower()}."
     return {"action": action, "n_images": len(images), "n_changed": changed, "message": message}
+
+
+def bulk_confirm_check(action: str, n_images: int, confirm) -> None:
+    """Refuse a bulk action on more than a page of images unless ``confirm`` repeats how many (see
+    :data:`BULK_CONFIRM_ABOVE`); the refusal says the number."""
+    if n_images <= BULK_CONFIRM_ABOVE:
+        return
+    try:
+        confirmed = int(confirm) if confirm not in (None, "") else None
+    except (TypeError, ValueError):
+        confirmed = None
+    if confirmed != n_images:
+        what = BULK_ACTIONS[action].split(" (")[0]
+        raise ValidationError(
+            {
+                "confirm": f"“{what}” would change {n_images:,} images, more than a page ({BULK_CONFIRM_ABOVE}): "
+                f"confirm with their number, {n_images}."
+            },
+            code="confirm",
+        )
 
 
 def _exclusion_reason(reason: str) -> str:

@@ -1,7 +1,8 @@
 """Erasure on request: a lead deletes one subject (a person) from a project, and the app records that it happened.
 
 What goes (one transaction, then the files once it commits): the subject's images with their original, mask,
-display and thumbnail files, their baselines and overlay files, the labels of those images with every revision
+display and thumbnail files (an original another image still uses stays: the boxes of a group photo share it;
+the other people's boxes and labels stay), their baselines and overlay files, the labels of those images with every revision
 (and relabel requests pointing at them), their exclusions, review decisions, phase memberships and queue
 entries, tone examples, the import reports' file names of those images, and the subject row with its attributes.
 
@@ -102,7 +103,24 @@ def subject_erase_preview(*, project: Project, external_id: str) -> dict:
         "labels": Label.objects.filter(image_id__in=image_ids).count(),
         "baselines": ImageBaseline.objects.filter(image_id__in=image_ids).count(),
         "releases": releases,
+        "shared_photos": shared_photos(project, image_ids),
     }
+
+
+def shared_photos(project: Project, image_ids: list[int]) -> list[dict]:
+    """The photos of ``image_ids`` that other people's boxes still show after the erasure: per photo, the
+    erased image's id and the images that stay (the person is still in their pixels: the erasure removes
+    their boxes, labels and baselines, not the photo those rows keep)."""
+    mine = dict(Image.objects.filter(id__in=image_ids).values_list("sha256", "external_id"))
+    others: dict[str, list[str]] = {}
+    for sha256, external_id in (
+        Image.objects.filter(project=project, sha256__in=list(mine))
+        .exclude(id__in=image_ids)
+        .order_by("external_id")
+        .values_list("sha256", "external_id")
+    ):
+        others.setdefault(sha256, []).append(external_id)
+    return [{"image": mine[sha], "kept_by": kept} for sha, kept in sorted(others.items(), key=lambda kv: mine[kv[0]])]
 
 
 def _refuse_if_busy(project: Project) -> None:
@@ -147,6 +165,9 @@ def subject_erase(*, project: Project, external_id: str, user, confirm: str, rea
             {n for row in images.values_list("original", "mask", "display", "thumbnail") for n in row if n}
             | {n for n in ImageBaseline.objects.filter(image_id__in=image_ids).values_list("overlay", flat=True) if n}
         )
+        # The boxes of one photo share its original file: a file another image still uses stays (the erased
+        # box's own derivatives, its crop and display, go).
+        names = sorted(set(names) - _used_by_others(project, names, image_ids))
         releases = _releases_with(project, subject, image_ids)
         versions = [r["version"] for r in releases]
         evaluations = [
@@ -164,6 +185,9 @@ def subject_erase(*, project: Project, external_id: str, user, confirm: str, rea
             "phase_images": PhaseImage.objects.filter(image_id__in=image_ids).count(),
             "files": len(names),
         }
+        kept = shared_photos(project, image_ids)
+        if kept:  # photos other people's boxes keep (the person is still in their pixels)
+            counts["photos_kept_for_other_boxes"] = len(kept)
         # Labels are removed explicitly (revisions first, then relabel requests pointing at them); the images'
         # delete then takes their assignments, phase memberships, baselines, exclusions, decisions and examples.
         LabelRevision.objects.filter(label__in=labels).delete()
@@ -188,6 +212,18 @@ def subject_erase(*, project: Project, external_id: str, user, confirm: str, rea
         transaction.on_commit(lambda: _remove_files(names))
     logger.info("Subject erased from project %s by user %s: %s", project.pk, getattr(user, "pk", None), counts)
     return record
+
+
+def _used_by_others(project: Project, names: list[str], image_ids: list[int]) -> set[str]:
+    """The file names among ``names`` that an image of the project other than ``image_ids`` refers to."""
+    from django.db.models import Q
+
+    fields = ("original", "mask", "display", "thumbnail")
+    query = Q()
+    for name in fields:
+        query |= Q(**{f"{name}__in": names})
+    used = Image.objects.filter(project=project).exclude(id__in=image_ids).filter(query).values_list(*fields)
+    return {n for row in used for n in row if n in names}
 
 
 def _remove_files(names: list[str]) -> None:

@@ -10,7 +10,8 @@ subjects or attributes; a fairness evaluation needs them. Two ways to fix that, 
   ``null`` is removed, the others stay.
 - :func:`image_attributes_apply` (``POST /api/projects/{id}/image-attributes/``): a manifest in the import's
   format (CSV or JSON Lines, the same columns) whose rows are matched to images already in the project by
-  ``image_id``, else by file name (the ``file`` column's base name, as the image was uploaded). Its columns
+  ``image_id``, else by file name (the ``file`` column's base name, as the image was uploaded; for one
+  person's box of a photo of several, the file and the box's ``x``, ``y``, ``width``, ``height``). Its columns
   mean what they mean in an import: ``subject_id`` sets the image's subject, ``image.<name>`` an attribute of
   the image, every other column an attribute of the subject (of the image when it has no subject). Empty
   cells change nothing; ``mask`` and ``mask_kind`` are ignored (a mask is drawn or imported, not applied).
@@ -35,8 +36,16 @@ from django.db import transaction
 
 from ..models import Image, Project, Subject
 from .audit import audit
-from .images import ImageRejected, clean_attributes
-from .imports.manifest import FILE_COLUMNS, IMAGE_ATTRIBUTE_PREFIX, cell_text, parse_cell, parse_manifest
+from .images import ImageRejected, box_text, clean_attributes
+from .imports.manifest import (
+    FILE_COLUMNS,
+    IMAGE_ATTRIBUTE_PREFIX,
+    BoxCellsError,
+    box_cells,
+    cell_text,
+    parse_cell,
+    parse_manifest,
+)
 from .imports.report import ImportRefused
 from .imports.rows import row_attributes
 from .project_lifecycle import project_refuse_if_archived
@@ -256,7 +265,22 @@ def _plan(item: _Row, row, file_key, lowered, by_id, by_name, matched, subject_v
     elif item.file:
         base = PurePosixPath(item.file.replace("\\", "/")).name
         found = by_name.get(base, [])
+        try:
+            box = box_cells(row.cells)
+        except BoxCellsError as exc:
+            raise _Rejected(str(exc)) from None
+        if box is not None:
+            # One person's box of a photo of several: the file and the box name it.
+            found = [image for image in found if image.box == box]
+            if not found:
+                item.outcome, item.reason = "unknown", f"no box {box_text(box)} of an image named '{base}'"
+                return
         if len(found) > 1:
+            if any(image.box is not None for image in found):
+                raise _Rejected(
+                    f"{len(found)} images come from '{base}' (the boxes of a photo of several people); give their "
+                    "image_id, or the box (x, y, width, height), to choose one"
+                )
             raise _Rejected(f"{len(found)} images are named '{base}'; give their image_id to choose one")
         if not found:
             item.outcome, item.reason = "unknown", f"no image named '{base}' in this project"

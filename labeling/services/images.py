@@ -96,11 +96,72 @@ class ImageRejected(Exception):
 
 
 class DuplicateImage(Exception):
-    """An image with the same content (sha256) is already in the project."""
+    """An image with the same content (sha256) is already in the project (with the same box, for a box)."""
 
     def __init__(self, existing: Image) -> None:
         super().__init__(f"same content as image '{existing.external_id}' already in the project")
         self.existing = existing
+
+
+#: The names of a box's four numbers, in order (a manifest's columns, the API's keys).
+BOX_FIELDS = ("x", "y", "width", "height")
+
+
+def box_text(box: tuple[int, int, int, int]) -> str:
+    """A box in words: ``x=10, y=20, width=30, height=40``."""
+    return ", ".join(f"{name}={value}" for name, value in zip(BOX_FIELDS, box, strict=True))
+
+
+def box_check(box: tuple[int, int, int, int], width: int, height: int) -> tuple[int, int, int, int]:
+    """``box`` checked against a photo of ``width`` x ``height`` pixels (after its EXIF orientation).
+
+    Raises
+    ------
+    ImageRejected
+        A box that is not four whole numbers, has no area, or does not lie inside the photo; the reason
+        names the numbers.
+
+    Examples
+    --------
+    >>> box_check((10, 20, 30, 40), 100, 100)
+    (10, 20, 30, 40)
+    >>> box_check((80, 0, 30, 10), 100, 50)
+    Traceback (most recent call last):
+    ...
+    labeling.services.images.ImageRejected: the box goes past the photo's right edge: x + width = 110 but the photo is 100 pixels wide (after its EXIF orientation)
+    """
+    if len(box) != 4 or any(isinstance(v, bool) or not isinstance(v, int) for v in box):
+        raise ImageRejected("a box is four whole numbers of pixels: x, y, width, height")
+    x, y, w, h = box
+    if x < 0 or y < 0:
+        raise ImageRejected(f"the box starts outside the photo ({box_text(box)}): x and y are 0 or more")
+    if w < 1 or h < 1:
+        raise ImageRejected(f"the box has no area ({box_text(box)}): width and height are 1 or more")
+    if x + w > width:
+        raise ImageRejected(
+            f"the box goes past the photo's right edge: x + width = {x + w} but the photo is {width} pixels wide "
+            "(after its EXIF orientation)"
+        )
+    if y + h > height:
+        raise ImageRejected(
+            f"the box goes past the photo's bottom edge: y + height = {y + h} but the photo is {height} pixels "
+            "high (after its EXIF orientation)"
+        )
+    return (x, y, w, h)
+
+
+def image_oriented_size(data: bytes) -> tuple[int, int] | None:
+    """The photo's size after its EXIF orientation, read from its header (nothing decoded), or None when the
+    header cannot be read (the import then rejects the file with its reason)."""
+    if _sniff_format(data) is None:
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PILImage.DecompressionBombWarning)
+            with PILImage.open(io.BytesIO(data)) as img:
+                return _oriented_size(img.size, _exif_orientation(img))
+    except Exception:  # noqa: BLE001 - the full check of the import says what is wrong
+        return None
 
 
 @dataclass(frozen=True)
@@ -324,6 +385,7 @@ def image_create_from_bytes(
     mask_kind: str = "",
     is_synthetic: bool = False,
     job: Job | None = None,
+    box: tuple[int, int, int, int] | None = None,
 ) -> Image:
     """Validate an uploaded photo completely, then store it unchanged.
 
@@ -355,6 +417,9 @@ def image_create_from_bytes(
         True for generated demo images.
     job : Job, optional
         The import's job (``services.image_jobs``) that counts this image's background steps.
+    box : (x, y, width, height), optional
+        One person's box in the photo (pixels after EXIF orientation): the item is that person. The
+        same file may come with several boxes, each its own item sharing the stored original.
 
     Returns
     -------
@@ -366,7 +431,8 @@ def image_create_from_bytes(
     ImageRejected
         The file is not an acceptable image; ``reason`` says why.
     DuplicateImage
-        The same content is already in the project; ``existing`` is that image.
+        The same content is already in the project; ``existing`` is that image. A box is a duplicate only of
+        the same box of the same content; a whole photo is a duplicate of any item of the same content.
 
     Examples
     --------
@@ -382,13 +448,15 @@ def image_create_from_bytes(
     if len(data) > max_bytes:
         raise ImageRejected(f"the file is {len(data):,} bytes; the limit is {max_bytes:,} bytes")
     sha256 = hashlib.sha256(data).hexdigest()
-    existing = Image.objects.filter(project=project, sha256=sha256).first()
+    existing = _same_content(project, sha256, box)
     if existing is not None:
         raise DuplicateImage(existing)
 
     decoded_image, decoded = _decode(data)
     decoded_image.close()
     _check_extension(original_filename, decoded.format)
+    if box is not None:
+        box = box_check(tuple(box), decoded.width, decoded.height)
 
     if external_id is None or not str(external_id).strip():
         external_id = PurePosixPath(original_filename).stem or original_filename
@@ -426,11 +494,21 @@ def image_create_from_bytes(
         is_synthetic=is_synthetic,
         import_batch=batch,
     )
+    if box is not None:
+        image.box_x, image.box_y, image.box_width, image.box_height = box
+    # The boxes of one photo share its stored original (the same bytes: the same SHA-256).
+    shared = (
+        Image.objects.filter(project=project, sha256=sha256).exclude(original="").values_list("original", flat=True)
+    )
+    shared_name = next((name for name in shared if image.original.storage.exists(name)), None)
     written: list[tuple[Any, str]] = []
     try:
         with transaction.atomic():
-            image.original.save(original_filename, ContentFile(data), save=False)
-            written.append((image.original.storage, image.original.name))
+            if shared_name is not None:
+                image.original.name = shared_name
+            else:
+                image.original.save(original_filename, ContentFile(data), save=False)
+                written.append((image.original.storage, image.original.name))
             if mask_png is not None:
                 image.mask.save(f"{sha256}.png", ContentFile(mask_png), save=False)
                 written.append((image.mask.storage, image.mask.name))
@@ -447,13 +525,23 @@ def image_create_from_bytes(
             except OSError:  # pragma: no cover - logged, the row is gone anyway
                 logger.exception("could not remove %s after a failed import", name)
         if isinstance(exc, IntegrityError):
-            # Another request stored the same content or id meanwhile.
-            existing = Image.objects.filter(project=project, sha256=sha256).first()
+            # Another request stored the same content (and box) or id meanwhile.
+            existing = _same_content(project, sha256, box)
             if existing is not None:
                 raise DuplicateImage(existing) from exc
             raise ImageRejected(f"image id '{external_id}' is already used by another image in this project") from exc
         raise
     return image
+
+
+def _same_content(project: Project, sha256: str, box: tuple[int, int, int, int] | None) -> Image | None:
+    """The item a new one would duplicate: for a box, the same box of the same content; for a whole photo,
+    any item of the same content (the photo is in the project already, whole or as boxes)."""
+    same = Image.objects.filter(project=project, sha256=sha256)
+    if box is not None:
+        x, y, w, h = box
+        same = same.filter(box_x=x, box_y=y, box_width=w, box_height=h)
+    return same.order_by("id").first()
 
 
 # --- derivatives -----------------------------------------------------------------
@@ -566,6 +654,14 @@ def _jpeg_bytes(img: PILImage.Image, *, max_side: int, quality: int) -> bytes:
     return buffer.getvalue()
 
 
+def _box_on(box: tuple[int, int, int, int], image: Image, size: tuple[int, int]) -> tuple[int, int, int, int]:
+    """The box (pixels of the oriented original) as a crop rectangle on a copy of ``size`` pixels."""
+    sx, sy = size[0] / image.width, size[1] / image.height
+    x, y, w, h = box
+    left, top = math.floor(x * sx), math.floor(y * sy)
+    return (left, top, max(left + 1, math.ceil((x + w) * sx)), max(top + 1, math.ceil((y + h) * sy)))
+
+
 def image_make_derivatives(*, image: Image) -> None:
     """Write the display JPEG and the thumbnail of ``image``; safe to run twice.
 
@@ -591,10 +687,14 @@ def image_make_derivatives(*, image: Image) -> None:
     limits = _limits()
     display_side = int(limits["DISPLAY_MAX_SIDE"])
     thumb_side = int(limits["THUMBNAIL_MAX_SIDE"])
+    box = image.box
     try:
-        rgb, notes = _open_oriented_rgb(image, max_side=display_side)
+        rgb, notes = _open_oriented_rgb(image, max_side=None if box else display_side)
         display = _jpeg_bytes(rgb, max_side=display_side, quality=DISPLAY_JPEG_QUALITY)
-        thumbnail = _jpeg_bytes(rgb, max_side=thumb_side, quality=THUMBNAIL_JPEG_QUALITY)
+        # A box's thumbnail is the box (the data manager's row is that person); its display is the whole photo,
+        # on which the labeling page highlights the box.
+        shown = rgb if box is None else rgb.crop(_box_on(box, image, rgb.size))
+        thumbnail = _jpeg_bytes(shown, max_side=thumb_side, quality=THUMBNAIL_JPEG_QUALITY)
     except Exception as exc:  # noqa: BLE001 - recorded on the image for the lead
         logger.warning("derivatives failed for image %s: %s", image.pk, type(exc).__name__)
         image.derivative_status = Image.DerivativeStatus.FAILED
@@ -602,8 +702,9 @@ def image_make_derivatives(*, image: Image) -> None:
         image.save(update_fields=["derivative_status", "derivative_error"])
         return
 
-    display_name = f"{image.sha256}-display.jpg"
-    thumbnail_name = f"{image.sha256}-thumb.jpg"
+    stem = image.sha256 if box is None else f"{image.sha256}-box-{'-'.join(str(v) for v in box)}"
+    display_name = f"{stem}-display.jpg"
+    thumbnail_name = f"{stem}-thumb.jpg"
     storage = image.display.storage
     stale = {image.display.name, image.thumbnail.name}
     stale |= {image.display.field.generate_filename(image, display_name)}

@@ -18,6 +18,7 @@ from django.utils import timezone
 from ..models import Label, LabelRevision, Membership, Phase
 from . import queue
 from .audit import audit
+from .imports.manifest import csv_delimiter
 from .labels import Selection, selection_clean
 from .phases import phase_repeat_pairs
 from .project_lifecycle import project_refuse_if_archived
@@ -121,7 +122,8 @@ def _reader(data: bytes) -> csv.DictReader:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ValidationError(f"The file is not UTF-8 text (byte {exc.start}).") from None
-    reader = csv.DictReader(io.StringIO(text))
+    # Comma, semicolon (a spreadsheet where the comma is the decimal mark) or tab: the manifest's rule.
+    reader = csv.DictReader(io.StringIO(text), delimiter=csv_delimiter(text.split("\n", 1)[0].rstrip("\r")))
     columns = [c.strip() for c in (reader.fieldnames or [])]
     missing = {"image_id", "labeler", "tones"} - set(columns)
     if missing:
@@ -160,7 +162,8 @@ def _check_row(target: _Target, row: dict[str, str]) -> _Row:
         raise _RowRejected("this labeler already has a label for this image in this phase")
     try:
         tones = _parse_tones(row["tones"])
-        seconds = float(row.get("time_spent_s") or 0)
+        # "4,5" is 4.5 seconds (a decimal comma, from a semicolon-separated file).
+        seconds = float((row.get("time_spent_s") or "0").replace(",", "."))
         if not math.isfinite(seconds) or not 0 <= seconds <= 6 * 3600:
             raise ValueError
         selection = selection_clean(

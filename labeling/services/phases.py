@@ -299,10 +299,9 @@ def phase_open(*, phase: Phase, labeler_ids: list[int] | None = None, labels_per
     project_refuse_if_archived(phase.project_id)
     _require_draft(phase)
     project = phase.project
-    if phase.index > 0:
-        previous = project.phases.get(kind=Phase.ORDER[phase.index - 1])
-        if previous.status != Phase.Status.CLOSED:
-            raise ValidationError(f"Close {previous.get_kind_display()} first: phases run in order.")
+    refusal = phase_order_refusal(phase)
+    if refusal:
+        raise ValidationError(refusal)
     if phase.kind == Phase.Kind.MAIN and not phase.phase_images.exists():
         # Main defaults to every image outside the calibration set.
         calibration = PhaseImage.objects.filter(
@@ -329,6 +328,8 @@ def phase_open(*, phase: Phase, labeler_ids: list[int] | None = None, labels_per
         if labels_per_image < 1:
             raise ValidationError("Labels per image must be at least 1.")
         phase.labels_per_image = labels_per_image
+    if phase.kind != Phase.Kind.POST_CALIBRATION:
+        labels_per_image_check(phase, phase.labels_per_image, len(labelers))
     phase.selection_seed = phase.selection_seed if phase.selection_seed is not None else new_seed()
     rng = np.random.default_rng(phase.selection_seed + 7)
     per_labeler = _distribute(phase, labelers, rng)
@@ -353,6 +354,18 @@ def phase_open(*, phase: Phase, labeler_ids: list[int] | None = None, labels_per
     phase.save()
     audit(project, "phase.open", phase, kind=phase.kind, labelers=[m.pseudonym for m in labelers])
     return phase
+
+
+def labels_per_image_check(phase: Phase, labels_per_image: int, n_labelers: int) -> None:
+    """Refuse more labels per image than labelers take part: a labeler labels an image once, so the
+    surplus could never be given (4 asked of 3 labelers was accepted and silently gave 3)."""
+    if labels_per_image > n_labelers:
+        who = "1 active labeler takes" if n_labelers == 1 else f"{n_labelers} active labelers take"
+        raise ValidationError(
+            f"Labels per image is {labels_per_image} but only {who} part in {phase.get_kind_display()}: an image "
+            f"can get at most {n_labelers} label{'s' if n_labelers != 1 else ''}. Ask for {n_labelers} or fewer, or "
+            "add labelers to the team first."
+        )
 
 
 def phase_close_summary(phase: Phase) -> dict:
@@ -385,6 +398,22 @@ def phase_next(phase: Phase) -> Phase | None:
     if phase.index + 1 >= len(Phase.ORDER):
         return None
     return phase.project.phases.filter(kind=Phase.ORDER[phase.index + 1]).first()
+
+
+def phase_order_refusal(phase: Phase) -> str | None:
+    """Why ``phase`` cannot be opened yet for the order of the phases (None when every earlier phase is closed),
+    naming the earliest phase that is not: "Close Calibration 2 first" was said while Calibration 1 had not
+    even been opened."""
+    earlier = {p.kind: p for p in phase.project.phases.filter(kind__in=Phase.ORDER[: phase.index])}
+    for kind in Phase.ORDER[: phase.index]:
+        previous = earlier.get(kind)
+        if previous is None or previous.status == Phase.Status.CLOSED:
+            continue
+        name = previous.get_kind_display()
+        if previous.status == Phase.Status.OPEN:
+            return f"Close {name} first: phases run in order."
+        return f"{name} has not been opened yet: phases run in order, so open and close {name} first."
+    return None
 
 
 def phase_reopen_refusal(phase: Phase) -> str | None:
@@ -450,6 +479,8 @@ def phase_set_labels_per_image(*, phase: Phase, labels_per_image: int) -> int:
         raise ValidationError("The phase is closed.")
     if labels_per_image < phase.labels_per_image:
         raise ValidationError("Labels per image can be raised, not lowered, once a phase is open.")
+    active = phase.participants.filter(labeler__is_active=True, labeler__role=Membership.Role.LABELER).count()
+    labels_per_image_check(phase, labels_per_image, active)
     phase.labels_per_image = labels_per_image
     phase.save()
     participants = list(phase.participants.select_related("labeler").order_by("id"))

@@ -161,7 +161,8 @@ def _next_two(t: dict, labeler: str, answered: str | None) -> str:
     leave_out = f"AND n.id <> {answered}" if answered else ""
     return f"""(
     SELECT coalesce(json_agg(q ORDER BY q.position), '[]'::json) FROM (
-        SELECT n.id, n.position, n.kind, n.request_reason, i.id AS image_id, i.width, i.height
+        SELECT n.id, n.position, n.kind, n.request_reason, i.id AS image_id, i.width, i.height,
+            i.box_x, i.box_y, i.box_width, i.box_height
         FROM {t["assignment"]} n JOIN {t["image"]} i ON i.id = n.image_id
         WHERE n.phase_id = %(phase)s::bigint AND n.labeler_id = {labeler} AND n.done_at IS NULL {leave_out}
         ORDER BY n.position
@@ -288,7 +289,9 @@ class Stored:
     """What the fast path stored (or found stored): the label as its labeler sees it and what comes next."""
 
     label: dict  # id, image, tones, value, uncertain, skip_reason, n_revisions, updated_at
-    next_two: list[dict]  # id, position, kind, request_reason, image_id, width, height
+    next_two: list[
+        dict
+    ]  # id, position, kind, request_reason, image_id, width, height, box_x, box_y, box_width, box_height
     replayed: bool
 
 

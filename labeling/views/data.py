@@ -77,6 +77,7 @@ def data_manager(request, pk: int):
             ),
             "flags": baseline_services.FLAG_NAMES,
             "actions": dm.BULK_ACTIONS,
+            "confirm_above": dm.BULK_CONFIRM_ABOVE,
             "post_open": project.phases.filter(kind=Phase.Kind.POST_CALIBRATION, status=Phase.Status.OPEN).exists(),
         },
     )
@@ -102,6 +103,7 @@ def _bulk(request, project, is_lead: bool):
             labeler_ids=request.POST.getlist("labeler_ids"),
             attribute=request.POST.get("attribute", ""),
             value=request.POST.get("value", ""),
+            confirm=request.POST.get("confirm"),
         )
     except ValidationError as exc:
         messages.error(request, error_text(exc))

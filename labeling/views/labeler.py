@@ -46,12 +46,13 @@ def label_page(request, pk: int):
         "homeUrl": "/",
     }
     examples = []
-    by_tone: dict[int, list[int]] = {}
-    for tone_id, image_id in project.tone_examples.values_list("tone__position", "image_id"):
-        by_tone.setdefault(tone_id, []).append(image_id)
+    by_tone: dict[int, list] = {}
+    for example in project.tone_examples.select_related("tone", "image").order_by("id"):
+        # An example that is one person's box in a group photo is shown with the box outlined.
+        by_tone.setdefault(example.tone.position, []).append(example.image)
     for t in tones:
         if t["position"] in by_tone:
-            examples.append({"tone": t, "image_ids": by_tone[t["position"]]})
+            examples.append({"tone": t, "images": by_tone[t["position"]]})
     return render(
         request,
         "labeling/label.html",

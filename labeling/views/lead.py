@@ -165,10 +165,25 @@ def image_detail(request, pk: int):
         if form.is_valid() and _image_attributes_save(request, image, form):
             return redirect("image-detail", pk=image.pk)
     labels = image.labels.select_related("labeler", "phase").order_by("phase_id", "labeler__pseudonym")
+    # The other items of the same photo: the other people's boxes (or the whole photo).
+    same_photo = list(
+        Image.objects.filter(project_id=image.project_id, sha256=image.sha256)
+        .exclude(pk=image.pk)
+        .select_related("subject")
+        .order_by("external_id")
+    )
     return render(
         request,
         "labeling/image_detail.html",
-        {"project": project, "image": image, "labels": labels, "is_lead": is_lead, "form": form},
+        {
+            "project": project,
+            "image": image,
+            "labels": labels,
+            "is_lead": is_lead,
+            "form": form,
+            "same_photo": same_photo,
+            "box_percent": image.box_percent,
+        },
     )
 
 
@@ -408,6 +423,7 @@ def phase_detail(request, pk: int):
             "phase": phase,
             "progress": phase_services.phase_progress(phase),
             "close_summary": phase_services.phase_close_summary(phase) if phase.status == Phase.Status.OPEN else None,
+            "order_refusal": phase_services.phase_order_refusal(phase) if phase.status == Phase.Status.DRAFT else None,
             "reopen_refusal": phase_services.phase_reopen_refusal(phase)
             if phase.status == Phase.Status.CLOSED
             else None,

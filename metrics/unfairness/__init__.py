@@ -10,8 +10,8 @@ between predicted and true silhouette boundaries, in mm). Seed 000 defines:
   the 5th and 95th percentile of the attribute;
 * **intersectional**: standardise the attributes, run DBSCAN for
   ``eps = 10**-1.5, 10**-1.49, ..., 10**0``; a cluster of at least 10 points of which at
-  least 70% have error >= 1.7 is underperforming; the score is the number of customers
-  in such clusters;
+  least 70% have error >= 1.7 is underperforming; the score is the number of samples (images;
+  seed 000 calls them customers) in such clusters;
 * **severity**: each score is judged against an error threshold (2 mm in the seed).
 
 What the report's verdicts rest on (issue 20, so that they hold on real study designs):

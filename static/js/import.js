@@ -87,7 +87,8 @@
         if ((value instanceof File && !value.name) || value === "") data.delete(key);
       }
       data.delete("csrfmiddlewaretoken");
-      send(form, data);
+      // The buttons stay disabled while the files go (static/js/busy.js); the report page follows.
+      window.fairtoneBusy(form, () => send(form, data));
     });
   }
 })();

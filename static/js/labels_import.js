@@ -4,8 +4,11 @@
   const form = document.getElementById("labels-import");
   if (!form) return;
   const out = document.getElementById("labels-import-report");
-  form.addEventListener("submit", async function (e) {
+  form.addEventListener("submit", function (e) {
     e.preventDefault();
+    window.fairtoneBusy(form, () => send()); // the button is disabled while the file is imported
+  });
+  async function send() {
     const data = new FormData();
     data.append("file", form.file.files[0]);
     out.textContent = "Importing…";
@@ -36,5 +39,5 @@
     const summary = document.createElement("p");
     summary.textContent = `${body.imported} imported, ${body.rejected} rejected.`;
     out.replaceChildren(summary, table);
-  });
+  }
 })();

@@ -2,7 +2,11 @@
 (function () {
   "use strict";
   const token = document.querySelector("input[name=csrfmiddlewaretoken]").value;
-  async function post(url, body, statusEl) {
+  // The form's buttons are disabled while its request runs (static/js/busy.js).
+  function post(url, body, statusEl) {
+    return window.fairtoneBusy(statusEl.closest("form"), () => send(url, body, statusEl));
+  }
+  async function send(url, body, statusEl) {
     statusEl.textContent = "saving…";
     statusEl.className = "small status";
     try {

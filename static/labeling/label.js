@@ -11,6 +11,11 @@
  *
  * Scales with more than 10 tones: type the tone's number with two digits
  * quickly (within 0.8 s), e.g. 1 then 2 for tone 12.
+ *
+ * A photo of several people comes once per person, with that person's box
+ * (pixels of the photo): the box is outlined and the rest of the photo faded
+ * towards the neutral grey surround (never darkened: a dark surround would
+ * make the skin look lighter); Z zooms to the person and back.
  */
 (() => {
   "use strict";
@@ -51,6 +56,7 @@
     answerValue: $("answer-value"),
     answerFlags: $("answer-flags"),
     submitButton: $("submit-button"),
+    boxNote: $("box-note"),
     uncertainButton: $("uncertain-button"),
     skipButton: $("skip-button"),
     forwardButton: $("forward-button"),
@@ -59,7 +65,7 @@
   const emptySelection = () => ({ tones: [], primary: null, uncertain: false, skipReason: "" });
 
   const state = {
-    history: [], // my answered images, in phase order: {image, display_url, tones, uncertain, skip_reason, n_revisions, saving}
+    history: [], // my answered images, in phase order: {image, display_url, box, width, height, tones, uncertain, skip_reason, n_revisions, saving}
     current: null, // head of my queue (an assignment from the API)
     upcoming: null, // the assignment after it, preloaded
     done: 0,
@@ -134,16 +140,33 @@
   // A warning about the current answer goes as soon as the answer no longer has the problem
   // (``fixedWhen`` turns true on a later render), not only when its timer runs out.
   let toastFixedWhen = null;
+  // The image a message is about (null: about the phase or the saving): it goes when another image is shown,
+  // so "Skip: …, press Enter" no longer stays over the previous image after Backspace.
+  let toastImage = null;
   function flash(message, kind = "info", fixedWhen = null) {
     ui.toast.textContent = message;
     ui.toast.dataset.kind = kind;
     ui.toast.hidden = false;
     toastFixedWhen = fixedWhen;
+    toastImage = null;
     clearTimeout(toastTimer);
     toastTimer = setTimeout(() => {
       ui.toast.hidden = true;
       toastFixedWhen = null;
     }, kind === "error" ? 6000 : 2600);
+  }
+  /** A message about the image on screen. */
+  function flashHere(message, kind = "info", fixedWhen = null) {
+    flash(message, kind, fixedWhen);
+    toastImage = state.shownId;
+  }
+  function clearToastOf(previousImage) {
+    if (toastImage !== null && toastImage === previousImage && !ui.toast.hidden) {
+      ui.toast.hidden = true;
+      toastFixedWhen = null;
+      toastImage = null;
+      clearTimeout(toastTimer);
+    }
   }
   function clearFixedToast() {
     if (toastFixedWhen && !ui.toast.hidden && toastFixedWhen()) {
@@ -234,9 +257,31 @@
     return img;
   }
 
-  function displayImage(url) {
+  /** The box as fractions of the photo ({x, y, w, h} in 0..1), or null for a whole photo. */
+  function boxFraction(box, width, height) {
+    if (!box || !width || !height) return null;
+    return { x: box.x / width, y: box.y / height, w: box.width / width, h: box.height / height };
+  }
+
+  /** The picture on the stage: a frame (what zoom and pan move) holding the image and, for a box, its mark. */
+  function displayImage(url, box) {
     const img = preload(url);
-    ui.canvas.replaceChildren(img);
+    const frame = document.createElement("div");
+    frame.className = "stage-frame";
+    frame.append(img);
+    state.box = box;
+    if (box) {
+      const mark = document.createElement("div");
+      mark.className = "box-mark";
+      mark.id = "box-mark";
+      mark.style.left = `${100 * box.x}%`;
+      mark.style.top = `${100 * box.y}%`;
+      mark.style.width = `${100 * box.w}%`;
+      mark.style.height = `${100 * box.h}%`;
+      frame.append(mark);
+    }
+    ui.canvas.replaceChildren(frame);
+    ui.stage.classList.toggle("has-box", !!box);
     state.view = { zoom: 1, x: 0, y: 0 };
     state.imageReady = img.complete && img.naturalWidth > 0;
     if (state.imageReady) {
@@ -248,14 +293,14 @@
     ui.stageState.textContent = "Loading image…";
     ui.stageState.hidden = false;
     const onLoad = () => {
-      if (ui.canvas.firstElementChild !== img) return;
+      if (ui.canvas.firstElementChild !== frame) return;
       state.imageReady = true;
       ui.stageState.hidden = true;
       layout();
       timerRun(); // the time starts when the picture is on screen
     };
     const onError = () => {
-      if (ui.canvas.firstElementChild !== img) return;
+      if (ui.canvas.firstElementChild !== frame) return;
       imageCache.delete(url);
       ui.stageState.textContent = "This image could not be loaded. Reload the page, or skip it (S).";
     };
@@ -265,25 +310,35 @@
 
   function clearImage() {
     ui.canvas.replaceChildren();
+    ui.stage.classList.remove("has-box");
+    state.box = null;
     state.imageReady = false;
   }
 
-  function layout() {
-    const img = ui.canvas.firstElementChild;
-    if (!img || !img.naturalWidth) return;
+  /** The fitted size of the picture on the stage (before zoom), or null before it has loaded. */
+  function fitted() {
+    const frame = ui.canvas.firstElementChild;
+    const img = frame?.firstElementChild;
+    if (!img || !img.naturalWidth) return null;
     const cw = ui.canvas.clientWidth;
     const ch = ui.canvas.clientHeight;
     const fit = Math.min((cw - 24) / img.naturalWidth, (ch - 24) / img.naturalHeight);
-    const w = img.naturalWidth * fit;
-    const h = img.naturalHeight * fit;
+    return { frame, cw, ch, w: img.naturalWidth * fit, h: img.naturalHeight * fit };
+  }
+
+  function layout() {
+    const f = fitted();
+    if (!f) return;
+    const { frame, cw, ch, w, h } = f;
     const v = state.view;
     const maxX = Math.max(0, (w * v.zoom - cw) / 2 + 12);
     const maxY = Math.max(0, (h * v.zoom - ch) / 2 + 12);
     v.x = v.zoom === 1 ? 0 : Math.min(maxX, Math.max(-maxX, v.x));
     v.y = v.zoom === 1 ? 0 : Math.min(maxY, Math.max(-maxY, v.y));
-    img.style.width = `${w}px`;
-    img.style.height = `${h}px`;
-    img.style.transform = `translate(-50%, -50%) translate(${v.x}px, ${v.y}px) scale(${v.zoom})`;
+    frame.style.width = `${w}px`;
+    frame.style.height = `${h}px`;
+    frame.style.transform = `translate(-50%, -50%) translate(${v.x}px, ${v.y}px) scale(${v.zoom})`;
+    frame.style.setProperty("--zoom", String(v.zoom)); // the box's outline stays 2 px on screen
     ui.stage.classList.toggle("zoomed", v.zoom > 1);
   }
 
@@ -307,6 +362,27 @@
 
   function resetZoom() {
     state.view = { zoom: 1, x: 0, y: 0 };
+    layout();
+  }
+
+  /** Z: zoom to the person's box (it then fills most of the stage), or back to the whole photo. */
+  function zoomToBox() {
+    const box = state.box;
+    const f = fitted();
+    if (!box) {
+      flash("This image is one person's photo: + and − zoom.");
+      return;
+    }
+    if (!f) return;
+    if (state.view.zoom > 1) {
+      resetZoom();
+      return;
+    }
+    const zoom = Math.min(MAX_ZOOM, Math.max(1, 0.85 * Math.min(f.cw / (box.w * f.w), f.ch / (box.h * f.h))));
+    // The box's centre, from the picture's centre, in fitted pixels; moved to the stage's centre.
+    const px = (box.x + box.w / 2 - 0.5) * f.w;
+    const py = (box.y + box.h / 2 - 0.5) * f.h;
+    state.view = { zoom, x: -px * zoom, y: -py * zoom };
     layout();
   }
 
@@ -347,12 +423,15 @@
   function shownItem() {
     if (state.reviewIndex !== null) {
       const h = state.history[state.reviewIndex];
-      return { imageId: h.image, url: h.display_url, review: h };
+      return { imageId: h.image, url: h.display_url, box: h.box || null, width: h.width, height: h.height, review: h };
     }
     if (state.current)
       return {
         imageId: state.current.image.id,
         url: state.current.image.display_url,
+        box: state.current.image.box || null,
+        width: state.current.image.width,
+        height: state.current.image.height,
         review: null,
         kind: state.current.kind,
         request_reason: state.current.request_reason || "",
@@ -367,13 +446,14 @@
     if (id !== state.shownId) {
       // Keep an unsubmitted choice if the labeler comes back to this image.
       if (state.shownId !== null && state.selection) drafts.set(state.shownId, state.selection);
+      clearToastOf(state.shownId);
       timerSwitch(id);
       state.shownId = id;
       state.digitBuffer = null;
       if (item) {
         state.selection = drafts.get(id) || (item.review ? fromHistory(item.review) : emptySelection());
         drafts.delete(id);
-        displayImage(item.url);
+        displayImage(item.url, boxFraction(item.box, item.width, item.height));
       } else {
         state.selection = emptySelection();
         clearImage();
@@ -409,6 +489,7 @@
     ui.uncertainButton.disabled = !item;
     ui.skipButton.disabled = !item;
     ui.forwardButton.disabled = state.reviewIndex === null;
+    ui.boxNote.hidden = !item?.box;
 
     if (item?.review) {
       const h = item.review;
@@ -448,7 +529,7 @@
   function pairTone(position) {
     if (!TONE.has(position)) return;
     if (!config.allowPairs) {
-      flash("This project asks for a single tone.");
+      flashHere("This project asks for a single tone.");
       return;
     }
     const sel = state.selection;
@@ -458,7 +539,7 @@
       state.selection = { ...sel, tones: [primary] };
     } else if (Math.abs(position - primary) !== 1) {
       const options = [primary - 1, primary + 1].filter((p) => TONE.has(p)).join(" or ");
-      flash(`Only adjacent tones can be paired: ${primary} with ${options}.`, "warn", () => state.selection !== sel);
+      flashHere(`Only adjacent tones can be paired: ${primary} with ${options}.`, "warn", () => state.selection !== sel);
       return;
     } else {
       state.selection = { ...sel, tones: [Math.min(primary, position), Math.max(primary, position)] };
@@ -503,7 +584,7 @@
   function chooseSkip(reason) {
     state.selection = { tones: [], primary: null, uncertain: state.selection.uncertain, skipReason: reason };
     closeSkip();
-    flash(`Skip: ${reason}. Press Enter to submit.`);
+    flashHere(`Skip: ${reason}. Press Enter to submit.`);
     render();
   }
 
@@ -552,11 +633,11 @@
     }
     const sel = state.selection;
     if (!sel.skipReason && !sel.tones.length) {
-      flash("Choose a tone, or skip (S).", "warn", () => state.selection.tones.length > 0 || !!state.selection.skipReason);
+      flashHere("Choose a tone, or skip (S).", "warn", () => state.selection.tones.length > 0 || !!state.selection.skipReason);
       return;
     }
     if (!sel.skipReason && !state.imageReady) {
-      flash("The image is still loading.", "info", () => state.imageReady);
+      flashHere("The image is still loading.", "info", () => state.imageReady);
       return;
     }
     if (item.review && sameAnswer(fromHistory(item.review), sel)) {
@@ -574,14 +655,15 @@
       client_info: clientInfo(),
     };
     const answer = { tones: payload.tones, uncertain: sel.uncertain, skip_reason: sel.skipReason };
-    enqueue({ payload, display_url: item.url, change: !!item.review });
+    const shown = { display_url: item.url, box: item.box, width: item.width, height: item.height };
+    enqueue({ payload, ...shown, change: !!item.review });
     state.selection = null; // submitted: not a draft to keep
     if (item.review) {
       Object.assign(item.review, answer, { changed: true, saving: true });
       flash("Answer changed: saving it as a new revision.");
       goForward();
     } else {
-      state.history.push({ image: item.imageId, display_url: item.url, n_revisions: 0, saving: true, ...answer });
+      state.history.push({ image: item.imageId, ...shown, n_revisions: 0, saving: true, ...answer });
       state.done += 1;
       state.current = state.upcoming; // shown at once: it was preloaded
       state.upcoming = null;
@@ -856,6 +938,10 @@
       case "R":
         resetZoom();
         break;
+      case "z":
+      case "Z":
+        zoomToBox();
+        break;
       case "ArrowLeft":
         if (zoomed) panBy(PAN_STEP, 0);
         else handled = false;
@@ -886,6 +972,7 @@
     back: goBack,
     forward: goForward,
     instructions: toggleInstructions,
+    "zoom-box": zoomToBox,
   };
   document.addEventListener("click", (e) => {
     const button = e.target.closest("[data-action]");
@@ -988,7 +1075,8 @@
       const h = historyEntry(p.image);
       if (h) Object.assign(h, answer, entry.change ? { changed: true } : {});
       else {
-        state.history.push({ image: p.image, display_url: entry.display_url, n_revisions: 0, ...answer });
+        const shown = { display_url: entry.display_url, box: entry.box || null, width: entry.width, height: entry.height };
+        state.history.push({ image: p.image, ...shown, n_revisions: 0, ...answer });
         state.done += 1;
       }
     }

@@ -76,7 +76,11 @@
       ctx.stroke();
     }
   }
-  async function save() {
+  function save() {
+    const form = editor.closest("form") || editor;
+    return window.fairtoneBusy(form, send); // the save button is disabled while it saves
+  }
+  async function send() {
     if (points.length < 3) { say("A polygon needs 3 points or more.", true); return; }
     say("saving…");
     try {

@@ -110,7 +110,8 @@ def test_labeler_labels_a_calibration_phase_with_the_keyboard(live_server, page,
     answer = page.locator("#answer-value")
     # 1: a single tone, after zooming (keys and wheel), panning and resetting.
     img1 = shown_image(page)
-    style = lambda: page.get_attribute("#stage-canvas img", "style")  # noqa: E731
+    # Zoom and pan move the frame that holds the picture (and, for a person's box, its outline).
+    style = lambda: page.get_attribute("#stage-canvas .stage-frame", "style")  # noqa: E731
     page.keyboard.press("Equal")
     assert "scale(1.25)" in style()
     page.keyboard.press("ArrowUp")
@@ -119,7 +120,9 @@ def test_labeler_labels_a_calibration_phase_with_the_keyboard(live_server, page,
     assert "translate(0px, 0px) scale(1)" in style()
     page.mouse.move(400, 300)
     page.mouse.wheel(0, -400)
-    page.wait_for_function("() => !document.querySelector('#stage-canvas img').style.transform.endsWith('scale(1)')")
+    page.wait_for_function(
+        "() => !document.querySelector('#stage-canvas .stage-frame').style.transform.endsWith('scale(1)')"
+    )
     page.keyboard.press("r")
     page.keyboard.press("Digit3")
     expect(answer).to_contain_text("3")

@@ -24,6 +24,32 @@ def add_images(project, n: int, *, subjects: int | None = None):
     return images
 
 
+def add_box_images(project, n: int, *, per_photo: int = 3):
+    """``n`` items that are people's boxes in group photos (``per_photo`` side by side in each), each with its
+    own subject (issue 23)."""
+    from labeling.models import Subject
+    from labeling.services.images import image_create_from_bytes
+    from tests.factories import png_bytes
+
+    images = []
+    while len(images) < n:
+        i = next(_colours)
+        data = png_bytes(colour=(i % 256, (i // 256) % 256, 177), size=(40 * per_photo, 48))
+        for k in range(min(per_photo, n - len(images))):
+            subject, _ = Subject.objects.get_or_create(project=project, external_id=f"P{i}-{k}")
+            images.append(
+                image_create_from_bytes(
+                    project=project,
+                    filename=f"group-{i}.png",
+                    data=data,
+                    subject=subject,
+                    external_id=f"group-{i}#{k}",
+                    box=(40 * k + 5, 4, 30, 40),
+                )
+            )
+    return images
+
+
 def open_calibration_1(project, *, size=6, cal1=6, repeated=0, labels_per_image=4) -> Phase:
     calibration_configure(project=project, size=size, calibration_1_size=cal1, n_repeated=repeated, seed=42)
     return phase_open(phase=phase_get(project, Phase.Kind.CALIBRATION_1), labels_per_image=labels_per_image)

@@ -172,7 +172,9 @@ def test_labeling_flow_through_the_api(project, labelers, client_for):
     api = client_for(labelers[0].user)
     nxt = api.get(f"/api/phases/{cal1.id}/next/").json()
     assert nxt["total"] == 3 and nxt["done"] == 0 and nxt["preload"] is not None
-    assert set(nxt["current"]["image"]) == {"id", "width", "height", "display_url"}  # blind: nothing else
+    # Blind: nothing else (the box is the person to label in a photo of several; none for a whole photo).
+    assert set(nxt["current"]["image"]) == {"id", "width", "height", "display_url", "box"}
+    assert nxt["current"]["image"]["box"] is None
     image_id = nxt["current"]["image"]["id"]
     payload = {
         "client_id": str(uuid.uuid4()),

@@ -54,9 +54,12 @@ def test_calibration_by_hand_and_bad_sizes(project, labelers):
 def test_phases_open_in_order_and_assign_labels_per_image(project, labelers):
     add_images(project, 10)
     calibration_configure(project=project, size=6, calibration_1_size=3, n_repeated=2, seed=1)
-    with pytest.raises(ValidationError, match="Close Calibration 1 first"):
+    # Calibration 1 not opened yet: said so (issue 23), not "close it first".
+    with pytest.raises(ValidationError, match="Calibration 1 has not been opened yet"):
         phase_open(phase=phase_get(project, "calibration_2"))
     cal1 = phase_open(phase=phase_get(project, "calibration_1"), labels_per_image=2)
+    with pytest.raises(ValidationError, match="Close Calibration 1 first"):
+        phase_open(phase=phase_get(project, "calibration_2"))
     per_image = Counter(cal1.assignments.values_list("image_id", flat=True))
     assert set(per_image.values()) == {2}
     loads = Counter(cal1.assignments.values_list("labeler_id", flat=True))

@@ -23,9 +23,9 @@ from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from labeling.models import Label, Membership, Phase
+from labeling.models import Image, Label, Membership, Phase
 from tests.factories import MembershipFactory, UserFactory
-from tests.labeling.helpers import add_images, open_calibration_1
+from tests.labeling.helpers import add_box_images, add_images, open_calibration_1
 from tests.labeling.test_submit_fast import row_fields
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -100,10 +100,12 @@ def cases(draw):
 
 @pytest.fixture
 def world(project, lead):
-    """Two labelers with the same 70 images each, in an open calibration 1."""
+    """Two labelers with the same 70 images each (40 whole photos, 30 people's boxes in group photos), in an
+    open calibration 1."""
     fast = MembershipFactory(project=project, user=UserFactory(username="fast"), pseudonym="F1")
     general = MembershipFactory(project=project, user=UserFactory(username="general"), pseudonym="G1")
-    add_images(project, 70)
+    add_images(project, 40)
+    add_box_images(project, 30)
     phase = open_calibration_1(project, size=70, cal1=70, labels_per_image=2)
     return {"project": project, "phase": phase, "fast": fast, "general": general}
 
@@ -159,9 +161,23 @@ def _answer(response) -> dict:
             **data,
             "label": {k: v for k, v in data["label"].items() if k not in ("id", "image", "created_at", "updated_at")},
         }
-        data["next"] = data["next"] is not None
-        data["preload"] = data["preload"] is not None
+        # The two labelers' queues differ: what comes next is compared by its shape, and each path's by the
+        # image it names (its box as stored: None for a whole photo).
+        for key in ("next", "preload"):
+            data[key] = _shape(data[key])
     return {"status": response.status_code, "data": data}
+
+
+def _shape(assignment) -> dict | None:
+    if assignment is None:
+        return None
+    image = Image.objects.get(pk=assignment["image"]["id"])
+    return {
+        "keys": sorted(assignment),
+        "image_keys": sorted(assignment["image"]),
+        "size_as_stored": (assignment["image"]["width"], assignment["image"]["height"]) == (image.width, image.height),
+        "box_as_stored": assignment["image"]["box"] == image.box_dict,
+    }
 
 
 def _stored(membership, after: int) -> list[dict]:

@@ -13,9 +13,9 @@ from django.core.cache import cache
 from django.db import connection
 from django.test import Client
 
-from labeling.models import Label, LabelRevision, Membership
+from labeling.models import Image, Label, LabelRevision, Membership
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
-from tests.labeling.helpers import add_images, open_calibration_1
+from tests.labeling.helpers import add_box_images, add_images, open_calibration_1
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -151,6 +151,27 @@ def test_a_first_answer_is_stored_and_answered_as_the_general_view_does(
     expected, got = row_fields(slow_label), row_fields(fast_label)
     expected["label"].pop("image_id"), got["label"].pop("image_id")
     assert got == expected
+
+
+@pytest.fixture
+def boxed_phase(project, labelers):
+    """Every image one person's box in a group photo (issue 23): the payloads carry the box."""
+    add_box_images(project, 8)
+    return open_calibration_1(project, size=8, cal1=8, labels_per_image=4)
+
+
+def test_a_box_comes_next_with_its_box_as_the_general_view_gives_it(boxed_phase, labelers, client_for, fast_calls):
+    phase = boxed_phase
+    for labeler, general in ((labelers[0], False), (labelers[1], True)):
+        api = client_for(labeler.user)
+        body = {"client_id": str(uuid.uuid4()), "image": next_image(api, phase), "tones": [4]}
+        data = api.post(url(phase, general), body, format="json").json()
+        queue = api.get(f"/api/phases/{phase.id}/next/").json()
+        assert data["next"] == queue["current"] and data["preload"] == queue["preload"]
+        for assignment in (data["next"], data["preload"]):
+            image = Image.objects.get(pk=assignment["image"]["id"])
+            assert assignment["image"]["box"] == image.box_dict and image.box is not None
+    assert len(fast_calls) == 1 and fast_calls[0] is not None
 
 
 def test_the_answer_bytes_match_the_general_view(phase, labelers, client_for):

@@ -40,6 +40,13 @@ class DataBulkSerializer(serializers.Serializer):
     labeler_ids = serializers.ListField(
         child=serializers.IntegerField(min_value=1, max_value=MAX_ID), required=False, max_length=100
     )
+    confirm = serializers.IntegerField(
+        min_value=0,
+        max_value=dm.MAX_BULK,
+        required=False,
+        help_text=f"More than {dm.BULK_CONFIRM_ABOVE} images (a page) are changed only when this is their number; "
+        "otherwise 400 on confirm says how many the action would change.",
+    )
     attribute = serializers.CharField(
         max_length=200,
         required=False,
@@ -170,5 +177,6 @@ class DataManagerViewSet(viewsets.GenericViewSet):
                 labeler_ids=v.get("labeler_ids"),
                 attribute=v["attribute"],
                 value=v["value"],
+                confirm=v.get("confirm"),
             )
         )

@@ -23,8 +23,15 @@ _IMAGE = {
         "width": {"type": "integer", "nullable": True},
         "height": {"type": "integer", "nullable": True},
         "display_url": {"type": "string"},
+        "box": {
+            "type": "object",
+            "nullable": True,
+            "description": "The person to label, when the photo shows several: their box in pixels of the "
+            "photo (width x height); null for the whole photo.",
+            "properties": {k: {"type": "integer"} for k in ("x", "y", "width", "height")},
+        },
     },
-    "required": ["id", "display_url"],
+    "required": ["id", "display_url", "box"],
 }
 _ASSIGNMENT = {
     "type": "object",
@@ -73,7 +80,16 @@ MY_LABELS = {
     "items": {
         "allOf": [
             _MY_LABEL,
-            {"type": "object", "properties": {"position": {"type": "integer"}, "display_url": {"type": "string"}}},
+            {
+                "type": "object",
+                "properties": {
+                    "position": {"type": "integer"},
+                    "display_url": {"type": "string"},
+                    "box": _IMAGE["properties"]["box"],
+                    "width": {"type": "integer"},
+                    "height": {"type": "integer"},
+                },
+            },
         ]
     },
 }
@@ -104,10 +120,16 @@ def assignment_payload(assignment) -> dict:
         image_id=image.id,
         width=image.width,
         height=image.height,
+        box_x=image.box_x,
+        box_y=image.box_y,
+        box_width=image.box_width,
+        box_height=image.box_height,
     )
 
 
-def assignment_fields(*, id, position, kind, request_reason, image_id, width, height) -> dict:
+def assignment_fields(
+    *, id, position, kind, request_reason, image_id, width, height, box_x, box_y, box_width, box_height
+) -> dict:
     """:func:`assignment_payload` from the values (the fast submit path reads them in its statement)."""
     return {
         "id": id,
@@ -120,8 +142,15 @@ def assignment_fields(*, id, position, kind, request_reason, image_id, width, he
             "width": width,
             "height": height,
             "display_url": f"/images/{image_id}/file/display/",
+            # One person's box in a photo of several (the labeling page highlights it), or None.
+            "box": box_payload(box_x, box_y, box_width, box_height),
         },
     }
+
+
+def box_payload(x, y, width, height) -> dict | None:
+    """A box as the labeling page takes it (``Image.box_dict``'s shape), or None for a whole photo."""
+    return None if x is None else {"x": x, "y": y, "width": width, "height": height}
 
 
 def _queue_payload(phase: Phase, m: Membership) -> dict:
@@ -275,6 +304,9 @@ class PhaseViewSet(viewsets.GenericViewSet, mixins.RetrieveModelMixin):
                         **_own_label_payload(h["label"], own[h["label"].id]),
                         "position": h["assignment"].position,
                         "display_url": s.LabelerImageSerializer(h["assignment"].image).data["display_url"],
+                        "box": h["assignment"].image.box_dict,
+                        "width": h["assignment"].image.width,
+                        "height": h["assignment"].image.height,
                     }
                     for h in history
                 ]

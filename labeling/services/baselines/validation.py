@@ -353,8 +353,12 @@ def mask_sample_item_score(item: MaskSampleItem) -> MaskSampleItem:
         updates["error"] = "no skin mask yet"
     else:
         try:
-            automatic = measure_image(image.original.path, max_pixels=parameters["max_pixels"], **options)
-            masked = measure_image(image.original.path, image.mask.path, max_pixels=parameters["max_pixels"], **options)
+            # A box (one person in a group photo) is measured inside the box, as its baseline is.
+            where = {"region": image.box} if image.box is not None else {}
+            automatic = measure_image(image.original.path, max_pixels=parameters["max_pixels"], **where, **options)
+            masked = measure_image(
+                image.original.path, image.mask.path, max_pixels=parameters["max_pixels"], **where, **options
+            )
         except (ImageDecodeError, MaskSizeError, LandmarkModelUnavailable, FileNotFoundError, OSError) as exc:
             updates["error"] = f"{type(exc).__name__}: {exc}".replace(
                 str(image.original.path), image.original_filename

@@ -24,7 +24,9 @@ MAX_MANIFEST_LINE_CHARS = 64 * 1024
 MANIFEST_TIME_BUDGET_SECONDS = 30.0
 MANIFEST_NAMES = ("manifest.csv", "manifest.jsonl")
 FILE_COLUMNS = ("file", "filename", "image")
-RESERVED_COLUMNS = ("image_id", "subject_id", "mask", "mask_kind")
+#: One person's box in the photo, in pixels after the photo's EXIF orientation: all four or none.
+BOX_COLUMNS = ("x", "y", "width", "height")
+RESERVED_COLUMNS = ("image_id", "subject_id", "mask", "mask_kind", *BOX_COLUMNS)
 # Columns named "image.<name>" hold per-image attributes (for example image.pose);
 # every other extra column is an attribute of the subject.
 IMAGE_ATTRIBUTE_PREFIX = "image."
@@ -190,14 +192,25 @@ def _lines(text: str, budget: _Budget):
         yield line
 
 
+def csv_delimiter(header: str) -> str:
+    """The delimiter of a CSV file from its header line: a comma, else the semicolon a spreadsheet writes where
+    the comma is the decimal mark, or a tab (the one rule of every CSV the app reads: manifests, label imports).
+
+    Examples
+    --------
+    >>> csv_delimiter("file,subject_id"), csv_delimiter("image_id;labeler;tones"), csv_delimiter("a\tb")
+    (',', ';', '\t')
+    """
+    if header.count(",") or not header.strip():
+        return ","
+    delimiter = max((";", "\t"), key=header.count)
+    return delimiter if header.count(delimiter) else ","
+
+
 def _parse_csv(text: str, name: str, budget: _Budget, require_file: bool = True) -> list[ManifestRow]:
     end = text.find("\n", 0, budget.max_line + 2)
     first_line = text[: end if end >= 0 else budget.max_line + 2].rstrip("\r")
-    delimiter = ","
-    if first_line.count(",") == 0:
-        delimiter = max((";", "\t"), key=first_line.count) if first_line.strip() else ","
-        if first_line.count(delimiter) == 0:
-            delimiter = ","
+    delimiter = csv_delimiter(first_line)
     budget.columns(first_line.count(delimiter) + 1, "the header")
     budget.line(len(first_line), 1)
     reader = csv.reader(_lines(text, budget), delimiter=delimiter)
@@ -288,3 +301,55 @@ def cell_text(value: Any) -> str:
     if value is None:
         return ""
     return str(value).strip()
+
+
+class BoxCellsError(ValueError):
+    """The box cells of a row cannot be a box; the message says why."""
+
+
+def _box_number(name: str, raw: Any) -> int:
+    value = parse_cell(raw) if isinstance(raw, str) else raw
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BoxCellsError(f"{name} = {cell_text(raw)!r} is not a whole number of pixels")
+    return value
+
+
+def box_cells(cells: dict[str, Any]) -> tuple[int, int, int, int] | None:
+    """The row's box ``(x, y, width, height)`` from its ``x``, ``y``, ``width``, ``height`` cells, or None when
+    the four are empty (the row is the whole photo).
+
+    Raises
+    ------
+    BoxCellsError
+        Some but not all four given, a cell that is not a whole number, a negative corner, or no area.
+
+    Examples
+    --------
+    >>> box_cells({"file": "a.jpg", "X": "10", "y": 20, "width": "30.0", "height": "40"})
+    (10, 20, 30, 40)
+    >>> box_cells({"file": "a.jpg", "x": "", "y": None}) is None
+    True
+    >>> box_cells({"x": "10", "y": "5"})
+    Traceback (most recent call last):
+    ...
+    labeling.services.imports.manifest.BoxCellsError: a box needs all four of x, y, width, height: width and height are empty
+    """
+    lowered = {key.lower(): key for key in cells}
+    raw = {name: cells.get(lowered[name]) if name in lowered else None for name in BOX_COLUMNS}
+    given = [name for name in BOX_COLUMNS if cell_text(raw[name])]
+    if not given:
+        return None
+    missing = [name for name in BOX_COLUMNS if name not in given]
+    if missing:
+        names = missing[0] if len(missing) == 1 else ", ".join(missing[:-1]) + f" and {missing[-1]}"
+        raise BoxCellsError(
+            f"a box needs all four of x, y, width, height: {names} {'is' if len(missing) == 1 else 'are'} empty"
+        )
+    x, y, width, height = (_box_number(name, raw[name]) for name in BOX_COLUMNS)
+    if x < 0 or y < 0:
+        raise BoxCellsError(f"the box starts outside the photo (x={x}, y={y}): x and y are 0 or more")
+    if width < 1 or height < 1:
+        raise BoxCellsError(f"the box has no area (width={width}, height={height}): both are 1 or more")
+    return (x, y, width, height)

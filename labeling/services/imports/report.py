@@ -94,7 +94,17 @@ def report_start(project: Project, kind: str, source_name: str, user) -> ImportR
     return ImportReport(batch, job=image_job_start(batch=batch, user=user))
 
 
-def import_one(
+@dataclass
+class Outcome:
+    """What became of one file or row (``create_one``): an ``ImportItem`` to record."""
+
+    outcome: str
+    filename: str
+    reason: str = ""
+    image: Image | None = None
+
+
+def create_one(
     report: ImportReport,
     *,
     project: Project,
@@ -106,11 +116,10 @@ def import_one(
     subject_id: str = "",
     subject_attributes: dict[str, Any] | None = None,
     **kwargs: Any,
-) -> Image | None:
-    """Create one image (and update its subject) atomically; record the outcome.
+) -> Outcome:
+    """Create one image (and update its subject) atomically; its outcome, not yet recorded in the report.
 
-    Returns the image if it was imported. A rejected or duplicate file leaves
-    nothing behind, not even its subject's attributes.
+    A rejected or duplicate file leaves nothing behind, not even its subject's attributes.
     """
     try:
         with transaction.atomic():
@@ -127,31 +136,62 @@ def import_one(
                 **kwargs,
             )
     except DuplicateImage as duplicate:
-        report.add(
+        existing = duplicate.existing
+        same = (
+            "the same box of the same photo as" if existing.box is not None and kwargs.get("box") else "same content as"
+        )
+        return Outcome(
             ImportItem.Outcome.DUPLICATE,
-            filename=filename,
-            row=row,
-            image=duplicate.existing,
-            reason=f"{prefix}same content as image '{duplicate.existing.external_id}' already in the project",
+            filename,
+            f"{prefix}{same} image '{existing.external_id}' already in the project",
+            existing,
         )
-        return None
     except ImageRejected as rejected:
-        report.add(
-            ImportItem.Outcome.REJECTED,
-            filename=filename,
-            row=row,
-            reason=prefix + rejected.reason,
+        return Outcome(ImportItem.Outcome.REJECTED, filename, prefix + rejected.reason)
+    notes = list(warnings or [])
+    if image.box is not None:
+        whole = (
+            Image.objects.filter(project=project, sha256=image.sha256, box_x__isnull=True)
+            .values_list("external_id", flat=True)
+            .first()
         )
-        return None
-    reason = "; ".join(warnings or [])
-    report.add(
-        ImportItem.Outcome.IMPORTED,
-        filename=filename,
-        row=row,
-        image=image,
-        reason=f"{prefix}{reason}" if reason else "",
+        if whole is not None:
+            notes.append(
+                f"the whole photo is also in the project as image '{whole}' (imported without a box); exclude it "
+                "in the data manager if its boxes replace it"
+            )
+    reason = "; ".join(notes)
+    return Outcome(ImportItem.Outcome.IMPORTED, filename, f"{prefix}{reason}" if reason else "", image)
+
+
+def import_one(report: ImportReport, *, filename: str, row: int | None = None, **kwargs: Any) -> Image | None:
+    """Create one image (and update its subject) atomically; record the outcome.
+
+    Returns the image if it was imported. A rejected or duplicate file leaves
+    nothing behind, not even its subject's attributes.
+    """
+    outcome = create_one(report, filename=filename, row=row, **kwargs)
+    report.add(outcome.outcome, filename=outcome.filename, row=row, image=outcome.image, reason=outcome.reason)
+    return outcome.image if outcome.outcome == ImportItem.Outcome.IMPORTED else None
+
+
+def remove_unreferenced_files(images: list[Image]) -> None:
+    """Remove the stored files of ``images`` (created, then rolled back) that no image row refers to."""
+    names = {name for image in images for name in (image.original.name, image.mask.name) if name}
+    if not names:
+        return
+    from django.db.models import Q
+
+    kept = set(
+        Image.objects.filter(Q(original__in=names) | Q(mask__in=names)).values_list("original", "mask").distinct()
     )
-    return image
+    used = {name for pair in kept for name in pair}
+    storage = Image._meta.get_field("original").storage
+    for name in sorted(names - used):
+        try:
+            storage.delete(name)
+        except OSError:  # pragma: no cover - a leftover file, not a wrong row
+            pass
 
 
 def _subject_upsert(project: Project, subject_id: str, attributes: dict[str, Any]) -> Subject:

@@ -1,10 +1,16 @@
 """Importing the rows of a manifest, one image per row, each accepted or rejected with a reason.
 
 Each row goes through the same steps: check it (``_plan_row``: not a repeat, a safe
-path, an unused image id, attributes that agree with what earlier rows said about the
-subject), read its file and mask (``_read_files``), create the image (``import_one``).
-A step that rejects the row raises ``_RowRejected``; the row is then reported and the
-next one starts.
+path, an unused image id, a box that is four whole numbers and not one an earlier row gave,
+attributes that agree with what earlier rows said about the subject), read its file and mask
+(``_read_files``), create the image (``import_one``). A step that rejects the row raises
+``_RowRejected``; the row is then reported and the next one starts.
+
+A photo with several people: each row that gives a box (``x``, ``y``, ``width``, ``height``) is one
+person's item. The rows giving boxes of one file are imported together, where its first such row
+stands: all of them or, when one is rejected (a box outside the photo, a bad cell, a duplicate box, ...),
+none of them, each reported with its own reason or with the row that stopped the photo. A re-import of
+the fixed manifest then skips the boxes already in as duplicates.
 """
 
 from __future__ import annotations
@@ -13,18 +19,23 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
-from ...models import ImportItem, Project
-from ..images import ImageRejected
+from django.db import transaction
+
+from ...models import Image, ImportItem, Project
+from ..images import ImageRejected, box_check, image_oriented_size
 from .manifest import (
+    BOX_COLUMNS,
     FILE_COLUMNS,
     IMAGE_ATTRIBUTE_PREFIX,
     RESERVED_COLUMNS,
+    BoxCellsError,
     ManifestRow,
+    box_cells,
     cell_text,
     is_formula_like,
     parse_cell,
 )
-from .report import ImportReport, import_one
+from .report import ImportReport, Outcome, create_one, import_one, remove_unreferenced_files
 from .sources import ArchiveSource, FolderSource, MissingFile, normalise_relative
 
 
@@ -43,6 +54,7 @@ class _Seen:
     # subject id -> attribute -> (value, row that set it)
     subject_values: dict[str, dict[str, tuple[Any, int]]] = field(default_factory=dict)
     paths: set[str] = field(default_factory=set)  # files (and masks) that rows read
+    boxes: dict[tuple, int] = field(default_factory=dict)  # (file, box) -> row number
 
 
 @dataclass
@@ -58,6 +70,7 @@ class _Plan:
     warnings: list[str]
     subject_attributes: dict[str, Any]
     image_attributes: dict[str, Any]
+    box: tuple[int, int, int, int] | None = None
 
 
 def import_rows(
@@ -67,9 +80,18 @@ def import_rows(
     rows: list[ManifestRow],
     source: ArchiveSource | FolderSource | None,
 ) -> set[str]:
-    """Import manifest rows one by one; returns the paths that rows used."""
+    """Import manifest rows one by one (the boxes of one photo together); returns the paths that rows used."""
     seen = _Seen()
+    groups = _box_groups(rows)
+    done: set[int] = set()  # rows already imported with their photo's other boxes
     for row in rows:
+        if row.number in done:
+            continue
+        group = groups.get(row.number)
+        if group is not None:
+            _import_box_group(report, project, group, source, seen)
+            done.update(r.number for r in group)
+            continue
         prefix = f"row {row.number}: "
         try:
             plan = _plan_row(row, seen)
@@ -80,25 +102,125 @@ def import_rows(
             )
             continue
         image = import_one(
-            report,
-            project=project,
-            filename=plan.path,
-            data=data,
-            row=row.number,
-            prefix=prefix,
-            warnings=plan.warnings,
-            subject_id=plan.subject_id,
-            subject_attributes=plan.subject_attributes,
-            external_id=plan.image_id or None,
-            attributes=plan.image_attributes,
-            mask_data=mask_data,
-            mask_kind=plan.mask_kind,
+            report, project=project, filename=plan.path, data=data, row=row.number, **_create(plan, row, mask_data)
         )
-        if image is not None and plan.subject_id:
-            values = seen.subject_values.setdefault(plan.subject_id, {})
-            for name, value in plan.subject_attributes.items():
-                values.setdefault(name, (value, row.number))
+        if image is not None:
+            _remember_subject(seen, plan, row.number)
     return seen.paths
+
+
+def _create(plan: _Plan, row: ManifestRow, mask_data: bytes | None) -> dict[str, Any]:
+    """What ``import_one`` / ``create_one`` take from a checked row (besides the file and its row number)."""
+    return {
+        "prefix": f"row {row.number}: ",
+        "warnings": plan.warnings,
+        "subject_id": plan.subject_id,
+        "subject_attributes": plan.subject_attributes,
+        "external_id": plan.image_id or None,
+        "attributes": plan.image_attributes,
+        "mask_data": mask_data,
+        "mask_kind": plan.mask_kind,
+        "box": plan.box,
+    }
+
+
+def _remember_subject(seen: _Seen, plan: _Plan, number: int) -> None:
+    if plan.subject_id:
+        values = seen.subject_values.setdefault(plan.subject_id, {})
+        for name, value in plan.subject_attributes.items():
+            values.setdefault(name, (value, number))
+
+
+def _box_groups(rows: list[ManifestRow]) -> dict[int, list[ManifestRow]]:
+    """Row number -> the rows giving boxes of the same file (in manifest order), for every such row."""
+    by_file: dict[str, list[ManifestRow]] = {}
+    for row in rows:
+        lowered = _columns(row)
+        if not any(cell_text(row.cells.get(lowered.get(name))) for name in BOX_COLUMNS):
+            continue
+        try:
+            path = normalise_relative(_file_cell(row))
+        except ValueError:
+            continue  # rejected on its own, with its reason
+        by_file.setdefault(path, []).append(row)
+    return {row.number: group for group in by_file.values() for row in group}
+
+
+def _import_box_group(
+    report: ImportReport,
+    project: Project,
+    group: list[ManifestRow],
+    source: ArchiveSource | FolderSource | None,
+    seen: _Seen,
+) -> None:
+    """Import the boxes of one photo: all of them, or none with each row's reason."""
+    planned: list[tuple[ManifestRow, _Plan | None, bytes, bytes | None]] = []
+    reasons: dict[int, str] = {}
+    size = None
+    for row in group:
+        try:
+            plan = _plan_row(row, seen)
+            data, mask_data = _read_files(plan, source, seen)
+            if size is None:
+                size = image_oriented_size(data)
+            if size is not None:
+                box_check(plan.box, *size)
+        except _RowRejected as rejected:
+            reasons[row.number] = rejected.reason
+            planned.append((row, None, b"", None))
+            continue
+        except ImageRejected as rejected:
+            reasons[row.number] = rejected.reason
+            planned.append((row, None, b"", None))
+            continue
+        planned.append((row, plan, data, mask_data))
+    outcomes: list[Outcome] = []
+    if not reasons:
+        created: list[Image] = []
+        try:
+            with transaction.atomic():
+                for row, plan, data, mask_data in planned:
+                    outcome = create_one(
+                        report,
+                        project=project,
+                        filename=plan.path,
+                        data=data,
+                        row=row.number,
+                        **_create(plan, row, mask_data),
+                    )
+                    outcomes.append(outcome)
+                    if outcome.outcome == ImportItem.Outcome.REJECTED:
+                        reasons[row.number] = outcome.reason.removeprefix(f"row {row.number}: ")
+                    elif outcome.image is not None:
+                        created.append(outcome.image)
+                if reasons:
+                    raise _GroupRolledBack
+        except _GroupRolledBack:
+            remove_unreferenced_files(created)
+    if reasons:
+        first = min(reasons)
+        for row, _plan, _data, _mask in planned:
+            reason = reasons.get(row.number) or (
+                f"not imported: row {first}, another box of the same photo, was rejected "
+                "(the boxes of a photo are imported together); fix it and import again"
+            )
+            report.add(
+                ImportItem.Outcome.REJECTED,
+                filename=_file_cell(row),
+                row=row.number,
+                reason=f"row {row.number}: {reason}",
+            )
+        return
+    for (row, plan, _data, _mask), outcome in zip(planned, outcomes, strict=True):
+        report.add(
+            outcome.outcome, filename=outcome.filename, row=row.number, image=outcome.image, reason=outcome.reason
+        )
+        if outcome.outcome == ImportItem.Outcome.IMPORTED:
+            _remember_subject(seen, plan, row.number)
+
+
+class _GroupRolledBack(Exception):
+    """A box of the photo was rejected: nothing of the photo's boxes is kept."""
 
 
 def _columns(row: ManifestRow) -> dict[str, str]:
@@ -136,7 +258,17 @@ def _plan_row(row: ManifestRow, seen: _Seen) -> _Plan:
     image_id, subject_id, mask_cell, mask_kind = (
         cell_text(row.cells.get(lowered.get(name))) for name in ("image_id", "subject_id", "mask", "mask_kind")
     )
-    effective_id = image_id or PurePosixPath(path).stem
+    try:
+        box = box_cells(row.cells)
+    except BoxCellsError as exc:
+        raise _RowRejected(str(exc)) from None
+    effective_id = image_id or default_image_id(path, box, subject_id)
+    if box is not None:
+        if (path, box) in seen.boxes:
+            raise _RowRejected(f"the same box of '{file_cell}' as row {seen.boxes[(path, box)]}")
+        seen.boxes[(path, box)] = row.number
+        if not image_id:
+            image_id = effective_id
     if effective_id in seen.ids:
         raise _RowRejected(f"image id '{effective_id}' is already used by row {seen.ids[effective_id]}")
     seen.ids[effective_id] = row.number
@@ -153,7 +285,17 @@ def _plan_row(row: ManifestRow, seen: _Seen) -> _Plan:
         warnings=warnings,
         subject_attributes=subject_attributes,
         image_attributes=image_attributes,
+        box=box,
     )
+
+
+def default_image_id(path: str, box: tuple[int, int, int, int] | None, subject_id: str) -> str:
+    """The image id of a row without one: the file name's stem; for a box, the stem and the box's subject
+    (``group#alice``), or the box's numbers when it has no subject (``group#10,20,30,40``)."""
+    stem = PurePosixPath(path).stem
+    if box is None:
+        return stem
+    return f"{stem}#{subject_id or ','.join(str(v) for v in box)}"
 
 
 def row_attributes(

@@ -78,7 +78,12 @@ FIELD_MEANINGS: dict[str, dict[str, str]] = {
         "image_id": "FairTone's id of the image (stable across the releases of the project).",
         "external_id": "The image's id in the source collection, as imported.",
         "subject_id": "External id of the person shown; empty when unknown. Images of one person are not independent.",
-        "sha256": "SHA-256 of the original file as imported.",
+        "sha256": "SHA-256 of the original file as imported (the boxes of one photo share it).",
+        "box_x": "Left edge of the person's box in the photo, in pixels after the photo's EXIF orientation; empty "
+        "when the row is the whole photo. A photo of several people has one row per person's box.",
+        "box_y": "Top edge of the person's box, in pixels (empty for a whole photo).",
+        "box_width": "Width of the person's box, in pixels (empty for a whole photo).",
+        "box_height": "Height of the person's box, in pixels (empty for a whole photo).",
         "final_value": "Final value under the release rule (aggregation of the counted valid values; "
         "1 = lightest tone, x.5 = between two adjacent tones); empty without a valid label.",
         "final_tone": "final_value rounded half up to a tone position.",

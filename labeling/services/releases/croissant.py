@@ -84,7 +84,12 @@ ENCODING_FORMATS = {
 IMAGE_EXTENSIONS = ("jpg", "png")
 #: The tables described as record sets: (name, key column, what one record is).
 RECORD_SETS = (
-    ("images", "image_id", "One record per image of the release (included and excluded: see excluded)."),
+    (
+        "images",
+        "image_id",
+        "One record per image of the release (included and excluded: see excluded): a whole photo, or one "
+        "person's box in a photo of several (box_x, box_y, box_width, box_height).",
+    ),
     ("labels", "label_id", "One record per label: one labeler, one image, one phase (every label, counted or not)."),
     ("labelers", "labeler", "One record per labeler, by pseudonym."),
 )
@@ -550,6 +555,10 @@ def imagefolder_readme(facts: dict[str, Any], files: dict[str, dict], summary: d
         f"the fairness of face models across skin tones: {n_images} images, {n_images - n_excluded} of them in the "
         "evaluation set. Every photo lost its metadata (EXIF with location, XMP, IPTC, comments) when it was "
         "released.",
+        "",
+        "A photo of several people is one row per person: `box_x`, `box_y`, `box_width` and `box_height` give "
+        "that person's box in the photo (pixels, empty for a whole photo), and each row has its own copy of the "
+        "photo, named by its `image_id`.",
         "",
         "This folder is a Hugging Face `imagefolder`: the photos, named `<image_id>.<extension>`, and "
         "`metadata.jsonl`, one row per photo with `file_name` and every column of the release's images table "

@@ -61,7 +61,7 @@ LABEL_FIELDS = (
     "time_spent_ms",
     "n_revisions",
 )
-IMAGE_FIELDS = ("id", "external_id", "subject_id", "sha256")
+IMAGE_FIELDS = ("id", "external_id", "subject_id", "sha256", "box_x", "box_y", "box_width", "box_height")
 
 
 @dataclass

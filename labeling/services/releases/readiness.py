@@ -34,9 +34,9 @@ def release_readiness(project: Project, rule: dict[str, Any] | None = None) -> d
     -------
     dict
         ``rule`` (cleaned), ``n_images``, ``n_included``, ``n_excluded`` (by the rule's ``include``),
-        ``n_with_labels``, and ``categories``: ``{name: {"description", "count", "include",
-        "examples": [{"image_id", "external_id"}]}}`` in the order of :data:`CATEGORIES`. An image
-        can be in several categories.
+        ``n_with_labels``, ``categories``: ``{name: {"description", "count", "include",
+        "examples": [{"image_id", "external_id"}]}}`` in the order of :data:`CATEGORIES` (an image
+        can be in several categories), and ``open_phases`` (:func:`phases_still_open`).
 
     Raises
     ------
@@ -79,6 +79,7 @@ def release_readiness(project: Project, rule: dict[str, Any] | None = None) -> d
             }
             for name, description in CATEGORIES.items()
         },
+        "open_phases": phases_still_open(project),
     }
 
 
@@ -110,6 +111,36 @@ def release_readiness_cached(project: Project, rule: dict[str, Any] | None = Non
     django.core.exceptions.ValidationError
         A bad rule (see :func:`rule_clean`).
     """
+    # Which phases are still open is read again at every request (opening or closing a phase changes no label,
+    # so the cached readiness would not know).
+    return {**_readiness_cached(project, rule, compute=compute), "open_phases": phases_still_open(project)}
+
+
+def phases_still_open(project: Project) -> list[dict[str, Any]]:
+    """The project's phases that are open, with their unfinished assignments and the sentence the releases page
+    (and the API's ``open_phases``) says: their labels can still change after a release is made now."""
+    rows = []
+    for phase in project.phases.filter(status=Phase.Status.OPEN).order_by("id"):
+        unfinished = Assignment.objects.filter(phase=phase, done_at__isnull=True).count()
+        name = phase.get_kind_display()
+        waiting = (
+            f"{unfinished} assignment{'s are' if unfinished != 1 else ' is'} unfinished"
+            if unfinished
+            else ("every assignment is done")
+        )
+        rows.append(
+            {
+                "kind": phase.kind,
+                "name": name,
+                "unfinished": unfinished,
+                "message": f"{name} is still open ({waiting}): its labels can still change, and a release made now "
+                "takes them as they are. Close it first for a final release.",
+            }
+        )
+    return rows
+
+
+def _readiness_cached(project: Project, rule: dict[str, Any] | None, *, compute: bool) -> dict:
     cleaned = rule_clean(rule)
     scope = f"{project.pk}:{hashlib.sha256(json.dumps(cleaned, sort_keys=True).encode()).hexdigest()[:16]}"
     version = _readiness_version(project)

@@ -4,7 +4,8 @@ The round trip of a release: a team receiving the zip can recompute every consen
 and a project restored from it gives the statistics of the project it came from. What comes in:
 
 * the images of ``imagefolder/`` (through the image import, so every image check applies), with their
-  external id, subject id and subject attributes from ``imagefolder/metadata.jsonl``;
+  external id, subject id, subject attributes and box (a person in a photo of several) from
+  ``imagefolder/metadata.jsonl``;
 * one labeler membership per pseudonym of ``labels.parquet``, on a new account that cannot sign in
   (a lead can set a password later): the release knows nobody's name;
 * every label of ``labels.parquet`` as it stands in the release (its current revision), in the phase it
@@ -141,6 +142,8 @@ def _import(project, user, source, top, metadata, attributes, labels) -> dict[st
             "image_id": record["external_id"],
             "subject_id": record.get("subject_id") or None,
         }
+        if record.get("box_x") is not None:  # one person's box in a photo of several
+            cells.update({name: record[f"box_{name}"] for name in ("x", "y", "width", "height")})
         if record.get("subject_id"):
             cells.update(
                 {name: record[column] for column, name in attributes.items() if record.get(column) is not None}

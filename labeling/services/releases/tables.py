@@ -1,6 +1,7 @@
 """The release's three tables (images, labels, labelers): their schemas and their rows, chunk by chunk.
 
-Labelers appear by pseudonym only. Every subject attribute is its own column of the images table
+One row of the images table per labelling item: a whole photo, or one person's box in a photo of several
+(``box_x``, ``box_y``, ``box_width``, ``box_height``; empty for a whole photo). Labelers appear by pseudonym only. Every subject attribute is its own column of the images table
 (the union of the keys of the project's subjects, in sorted order): a column whose values are all
 numbers is float64, any other is text; a key that clashes with a fixed column gets the prefix
 ``subject_``.
@@ -62,7 +63,15 @@ HEAD_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("external_id", pa.string()),
     ("subject_id", pa.string()),
     ("sha256", pa.string()),
+    # One person's box in a photo of several (pixels after the photo's EXIF orientation); empty for a whole photo.
+    # The boxes of one photo are rows of their own sharing its sha256.
+    ("box_x", pa.int64()),
+    ("box_y", pa.int64()),
+    ("box_width", pa.int64()),
+    ("box_height", pa.int64()),
 ]
+#: The box columns, in ``finalise.IMAGE_FIELDS`` order (the chunk's image rows hold them after sha256).
+BOX_COLUMNS = ("box_x", "box_y", "box_width", "box_height")
 TAIL_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("excluded", pa.bool_()),
     ("excluded_reason", pa.string()),
@@ -203,6 +212,8 @@ def image_table(
         "subject_id": [subjects[row[2]][0] if row[2] in subjects else None for row in chunk.images],
         "sha256": [row[3] for row in chunk.images],
     }
+    for offset, name in enumerate(BOX_COLUMNS, start=4):
+        columns[name] = [row[offset] for row in chunk.images]
     for key, name, data_type in attributes:
         convert = _attribute_number if pa.types.is_floating(data_type) else _attribute_text
         columns[name] = [convert(subjects[row[2]][1].get(key)) if row[2] in subjects else None for row in chunk.images]
