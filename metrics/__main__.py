@@ -128,7 +128,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _gate(args) -> int:
+def _gate(args: argparse.Namespace) -> int:
     import json
 
     from metrics.gate import evaluate, parse_rules

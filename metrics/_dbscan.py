@@ -185,7 +185,7 @@ def _core_components(core_points: np.ndarray, reach: float, eps: float) -> np.nd
         table[cell_key] = np.arange(n_cells)
 
         def lookup(keys: np.ndarray) -> np.ndarray:
-            return table[keys]
+            return np.asarray(table[keys])
 
     else:
 
@@ -247,7 +247,7 @@ def _components(n_nodes: int, rows: list[np.ndarray], cols: list[np.ndarray]) ->
     return int(n_comp), comp.astype(np.intp, copy=False)
 
 
-def _expand(starts: np.ndarray, counts: np.ndarray, cells: np.ndarray):
+def _expand(starts: np.ndarray, counts: np.ndarray, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Positions of the points of ``cells`` (in sorted order) and the index of their cell."""
     size = counts[cells]
     owner = np.repeat(np.arange(cells.size), size)

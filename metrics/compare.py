@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -91,20 +92,20 @@ class _Score:
         """Score of each row of ``errors`` (shape (m, n)), each row weighted by ``weights`` (m, n) or 1."""
         if self.kind == "mean":
             if weights is None:
-                return errors.mean(axis=1)
-            return (errors * weights).sum(axis=1) / weights.sum(axis=1)
+                return np.asarray(errors.mean(axis=1))
+            return np.asarray((errors * weights).sum(axis=1) / weights.sum(axis=1))
         if self.kind == "slope":
             x = self.x
             if weights is None:
                 centred = x - x.mean()
-                return np.abs(errors @ centred / (centred @ centred) * self.range)
+                return np.asarray(np.abs(errors @ centred / (centred @ centred) * self.range))
             total = weights.sum(axis=1)
             mean_x = weights @ x / total
             mean_e = (weights * errors).sum(axis=1) / total
             sxe = (weights * errors) @ x - total * mean_x * mean_e
             sxx = weights @ (x * x) - total * mean_x**2
             with np.errstate(invalid="ignore", divide="ignore"):
-                return np.abs(sxe / sxx * self.range)
+                return np.asarray(np.abs(sxe / sxx * self.range))
         # Largest gap between group means (groups empty in a resample are left out).
         if weights is None:
             sums = errors @ self.groups
@@ -114,10 +115,10 @@ class _Score:
             counts = weights @ self.groups
         with np.errstate(invalid="ignore", divide="ignore"):
             means = np.where(counts > 0, sums / np.where(counts > 0, counts, 1), np.nan)
-        return np.nanmax(means, axis=1) - np.nanmin(means, axis=1)
+        return np.asarray(np.nanmax(means, axis=1) - np.nanmin(means, axis=1))
 
 
-def _codes(values: Sequence | np.ndarray, name: str, n: int) -> np.ndarray:
+def _codes(values: Sequence[Any] | np.ndarray, name: str, n: int) -> np.ndarray:
     labels = np.asarray(values, dtype=object)
     if labels.shape != (n,):
         raise ValueError(f"{name} has {labels.size} values for {n} samples")
@@ -131,7 +132,7 @@ def compare_errors(
     errors_a: Sequence[float] | np.ndarray,
     errors_b: Sequence[float] | np.ndarray,
     *,
-    gender: Sequence | np.ndarray | None = None,
+    gender: Sequence[Any] | np.ndarray | None = None,
     skin_tone: Sequence[float] | np.ndarray | None = None,
     body_shape: Sequence[float] | np.ndarray | None = None,
     n_bands: int = 5,
@@ -139,7 +140,7 @@ def compare_errors(
     n_permutations: int = 999,
     n_boot: int = 999,
     seed: int = 0,
-    clusters: Sequence | np.ndarray | None = None,
+    clusters: Sequence[Any] | np.ndarray | None = None,
     levels: int | None = None,
     tone_bands: int | None = None,
 ) -> list[ScoreChange]:
@@ -237,7 +238,7 @@ def compare_errors(
             change = score(perm_b) - score(perm_a)
             exceed[k] += np.count_nonzero(np.abs(change) >= abs(observed[k][1] - observed[k][0]) - 1e-12)
         done += m
-    changes = [[] for _ in scores]
+    changes: list[list[np.ndarray]] = [[] for _ in scores]
     done = 0
     while done < n_boot:
         m = min(_BATCH, n_boot - done)

@@ -15,8 +15,8 @@ __all__ = ["resample_ranks", "spearman_bootstrap", "spearman_fisher_interval"]
 
 
 def spearman_bootstrap(
-    x: Sequence[float],
-    y: Sequence[float],
+    x: Sequence[float] | np.ndarray,
+    y: Sequence[float] | np.ndarray,
     *,
     n_resamples: int = 2000,
     seed: int = 0,

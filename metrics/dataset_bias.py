@@ -37,7 +37,7 @@ def _as_distribution(distribution: ArrayLike) -> np.ndarray:
     total = values.sum()
     if total <= 0:
         raise ValueError("distribution is empty (all counts are zero): NSD is undefined")
-    return values / total
+    return np.asarray(values / total)
 
 
 def nsd(distribution: ArrayLike) -> float:
@@ -88,7 +88,7 @@ def _joint(contingency: ArrayLike) -> np.ndarray:
     total = table.sum()
     if total <= 0:
         raise ValueError("contingency table is empty: NMI/NPMI are undefined")
-    return table / total
+    return np.asarray(table / total)
 
 
 def nmi(contingency: ArrayLike) -> float:
@@ -183,7 +183,7 @@ def npmi(contingency: ArrayLike) -> np.ndarray:
     result[regular] = np.log(joint[regular] / expected[regular]) / -np.log(joint[regular])
     result[certain] = 1.0
     result[(joint == 0) & (expected > 0)] = -1.0
-    return np.clip(result, -1.0, 1.0)
+    return np.asarray(np.clip(result, -1.0, 1.0))
 
 
 def _recall_matrix(recall: ArrayLike) -> np.ndarray:

@@ -58,7 +58,7 @@ def _as_distribution(p: ArrayLike) -> np.ndarray:
     total = values.sum()
     if total <= 0:
         raise ValueError("p is empty (all zero): the discrepancy is undefined")
-    return values / total
+    return np.asarray(values / total)
 
 
 def _specificity(p: np.ndarray) -> float:

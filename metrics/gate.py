@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = ["FAIL_ON", "FAIL_ON_TEXT", "GateResult", "GateRules", "evaluate", "parse_rules"]
 
@@ -109,7 +110,7 @@ def parse_rules(fail_on: Iterable[str] = ("significant-severe",), max_score: Ite
     return GateRules(fail_on=fail_on, max_score=bounds)
 
 
-def _read(report: Mapping) -> dict[str, dict]:
+def _read(report: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """Per attribute present: significant, level, score(s) and a description, from its verdict."""
     found = {}
     for key in ("gender", "body_shape", "skin_tone"):
@@ -148,7 +149,7 @@ def _read(report: Mapping) -> dict[str, dict]:
     return found
 
 
-def _performance(report: Mapping, possible: bool) -> list[str]:
+def _performance(report: Mapping[str, Any], possible: bool) -> list[str]:
     perf = report.get("performance")
     if not perf:
         return []
@@ -162,7 +163,7 @@ def _performance(report: Mapping, possible: bool) -> list[str]:
     return where
 
 
-def evaluate(report: Mapping, rules: GateRules | None = None) -> GateResult:
+def evaluate(report: Mapping[str, Any], rules: GateRules | None = None) -> GateResult:
     """Check a report (the dict of ``report.json``) against gate rules.
 
     Parameters

@@ -216,7 +216,7 @@ BUILTIN_METRICS: dict[str, CountMetric] = {
 }
 
 
-def _call_metric(function: Callable, name: str, y_true: np.ndarray, y_pred: np.ndarray):
+def _call_metric(function: Callable[..., Any], name: str, y_true: np.ndarray, y_pred: np.ndarray) -> MetricValue:
     """Evaluate one metric on one (non-empty) subset, turning failure modes into reasons."""
     if isinstance(function, CountMetric):
         return function(y_true, y_pred)
@@ -242,7 +242,7 @@ def _call_metric(function: Callable, name: str, y_true: np.ndarray, y_pred: np.n
     return MetricValue(value)
 
 
-def _feature_table(sensitive_features: Any, n: int) -> tuple[list[str], list[list], np.ndarray]:
+def _feature_table(sensitive_features: Any, n: int) -> tuple[list[str], list[list[Any]], np.ndarray]:
     """Names, levels per feature, and an (n, n_features) array of level codes."""
     if isinstance(sensitive_features, pd.DataFrame):
         columns = {str(c): sensitive_features[c] for c in sensitive_features.columns}
@@ -295,13 +295,13 @@ def _derived(values: np.ndarray, overall: np.ndarray, kind: str) -> np.ndarray:
         high = np.nanmax(np.where(defined, values, np.nan), axis=1)
         negative = np.any(defined & (values < 0), axis=1)
         if kind == "group_min":
-            return low
+            return np.asarray(low)
         if kind == "group_max":
-            return high
+            return np.asarray(high)
         if kind == "difference_between_groups":
             return np.where(n_defined >= 2, high - low, np.nan)
         if kind == "difference_to_overall":
-            return np.nanmax(np.abs(values - overall[:, None]), axis=1)
+            return np.asarray(np.nanmax(np.abs(values - overall[:, None]), axis=1))
         if kind == "ratio_between_groups":
             result = np.where(high > 0, low / high, np.nan)
             return np.where((n_defined >= 2) & ~negative, result, np.nan)
@@ -361,11 +361,11 @@ class MetricFrame:
 
     Attributes
     ----------
-    overall : dict of str to MetricValue
+    overall : dict[str, Any] of str to MetricValue
         Each metric on all samples.
     groups : list
         Group keys (a tuple per group with several features), in ``by_group`` order.
-    group_sizes : dict
+    group_sizes : dict[str, Any]
         Group key -> number of samples.
     small_groups : tuple
         Groups with fewer than ``min_group_size`` samples (empty ones included).
@@ -389,7 +389,7 @@ class MetricFrame:
     def __init__(
         self,
         *,
-        metrics: Callable | str | Mapping[str, Callable | str] | Sequence[Callable | str],
+        metrics: Callable[..., Any] | str | Mapping[str, Callable[..., Any] | str] | Sequence[Callable[..., Any] | str],
         y_true: ArrayLike,
         y_pred: ArrayLike,
         sensitive_features: Any,
@@ -451,8 +451,8 @@ class MetricFrame:
     # -- construction helpers -------------------------------------------------------------
 
     @staticmethod
-    def _resolve_metrics(metrics: Any) -> dict[str, Callable]:
-        def resolve(item: Callable | str) -> Callable:
+    def _resolve_metrics(metrics: Any) -> dict[str, Callable[..., Any]]:
+        def resolve(item: Callable[..., Any] | str) -> Callable[..., Any]:
             if isinstance(item, str):
                 if item not in BUILTIN_METRICS:
                     raise ValueError(f"unknown built-in metric {item!r}: {list(BUILTIN_METRICS)}")
@@ -473,7 +473,7 @@ class MetricFrame:
             raise ValueError("at least one metric is needed")
         return resolved
 
-    def _evaluate(self, function: Callable, name: str, rows: np.ndarray) -> MetricValue:
+    def _evaluate(self, function: Callable[..., Any], name: str, rows: np.ndarray) -> MetricValue:
         if rows.size == 0:
             return MetricValue.undefined(EMPTY_GROUP)
         return _call_metric(function, name, self._y_true[rows], self._y_pred[rows])
@@ -563,7 +563,7 @@ class MetricFrame:
         else:
             index = pd.MultiIndex.from_tuples(self.groups, names=self.sensitive_feature_names)
         small = set(self.small_groups)
-        data: dict[str, list] = {
+        data: dict[str, list[Any]] = {
             "n": [self.group_sizes[g] for g in self.groups],
             "small_group": [g in small for g in self.groups],
         }

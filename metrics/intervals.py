@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from statistics import NormalDist
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = [
     "ProportionDifference",
@@ -209,8 +210,9 @@ def fisher_exact_two_sided(k1: int, n1: int, k2: int, n2: int) -> float:
     low, high = max(0, successes - n2), min(successes, n1)
     x = np.arange(low, high + 1)
 
-    def log_comb(n, k):
-        return _lgamma(n + 1) - _lgamma(k + 1) - _lgamma(n - k + 1)
+    def log_comb(n: ArrayLike, k: ArrayLike) -> np.ndarray:
+        n_, k_ = np.asarray(n), np.asarray(k)
+        return np.asarray(_lgamma(n_ + 1) - _lgamma(k_ + 1) - _lgamma(n_ - k_ + 1))
 
     log_p = log_comb(n1, x) + log_comb(n2, successes - x) - log_comb(total, successes)
     observed = log_p[k1 - low]
@@ -218,5 +220,6 @@ def fisher_exact_two_sided(k1: int, n1: int, k2: int, n2: int) -> float:
     return float(min(1.0, p[log_p <= observed + math.log1p(1e-7)].sum()))
 
 
-def _lgamma(values) -> np.ndarray:
-    return np.vectorize(math.lgamma, otypes=[float])(np.asarray(values, dtype=float))
+def _lgamma(values: ArrayLike) -> np.ndarray:
+    result: np.ndarray = np.vectorize(math.lgamma, otypes=[float])(np.asarray(values, dtype=float))
+    return result

@@ -54,7 +54,7 @@ def round_half_up(value: float | npt.ArrayLike) -> int | np.ndarray:
     array([ 1.,  1., nan])
     """
     if np.ndim(value) == 0 and not isinstance(value, np.ndarray):
-        number = float(value)
+        number = float(value)  # type: ignore[arg-type]  # a 0-d number (checked above)
         if math.isnan(number):
             raise ValueError("cannot round NaN to a whole number")
         return math.floor(number + 0.5)

@@ -8,7 +8,10 @@ named next to the fairness scores it weakens.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = ["REPRESENTATION_RULE", "representation_reading", "tone_composition"]
 
@@ -48,7 +51,9 @@ def representation_reading(k: int, n: int, ci_high: float, levels: int) -> str:
     return "not under-represented"
 
 
-def tone_composition(tones, levels: int | None = None, *, confidence: float = 0.95, clusters=None) -> dict:
+def tone_composition(
+    tones: ArrayLike, levels: int | None = None, *, confidence: float = 0.95, clusters: ArrayLike | None = None
+) -> dict[str, Any]:
     """Counts, shares and representational-bias scores of skin tones on a 1..``levels`` scale.
 
     Parameters

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -126,7 +127,7 @@ def derive_errors(prediction, truth, kind: str) -> np.ndarray:
         return np.abs(p - t)
     p = np.asarray(prediction, dtype=object).astype(str)
     t = np.asarray(truth, dtype=object).astype(str)
-    return (p != t).astype(np.float64)
+    return np.asarray((p != t).astype(np.float64))
 
 
 def load_table(path: Path, id_column: str):
@@ -333,7 +334,7 @@ def _join(options: ReportOptions):
 _PERSON_COLUMNS = ("subject_id", "subject", "person_id", "person", "participant_id", "customer_id")
 
 
-def _repeating_ids(attributes, options: ReportOptions) -> list[dict]:
+def _repeating_ids(attributes, options: ReportOptions) -> list[dict[str, Any]]:
     """Id-like attribute columns whose values repeat: samples that are probably not independent."""
     found = []
     for column in attributes.columns:
@@ -351,7 +352,7 @@ def _repeating_ids(attributes, options: ReportOptions) -> list[dict]:
 def _missing(column) -> np.ndarray:
     """Missing values of a column: NaN/None, or text that is empty once stripped."""
     text = column.astype(str).str.strip()
-    return (column.isna() | (text == "")).to_numpy()
+    return np.asarray((column.isna() | (text == "")).to_numpy())
 
 
 def _body_shape(merged, options: ReportOptions, problems: list[str], missing: np.ndarray) -> str | None:

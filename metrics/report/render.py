@@ -9,6 +9,7 @@ import io
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -22,7 +23,7 @@ def _slug(title: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in title.lower()).strip("_")
 
 
-def _render(fig, title: str) -> dict:
+def _render(fig, title: str) -> dict[str, Any]:
     """PNG (bytes) and SVG (text) of a figure, then close it."""
     import matplotlib.pyplot as plt
 
@@ -34,7 +35,7 @@ def _render(fig, title: str) -> dict:
     return {"title": title, "slug": _slug(title), "png": png.getvalue(), "svg": svg.getvalue()}
 
 
-def _band_means(ax, part: dict | None) -> None:
+def _band_means(ax, part: dict[str, Any] | None) -> None:
     """Per-band mean error with its interval, drawn at each band's middle (seed Fig. 3B/3C plus the bands)."""
     if not part or "bands" not in part:
         return
@@ -57,7 +58,7 @@ def _band_means(ax, part: dict | None) -> None:
     )
 
 
-def _figures(report: dict, options: ReportOptions) -> list[dict]:
+def _figures(report: dict[str, Any], options: ReportOptions) -> list[dict[str, Any]]:
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -148,7 +149,7 @@ def _figures(report: dict, options: ReportOptions) -> list[dict]:
     return figures
 
 
-def _grid_figure(plt, grid: dict, options: ReportOptions) -> dict:
+def _grid_figure(plt, grid: dict[str, Any], options: ReportOptions) -> dict[str, Any]:
     """Mean error per grid cell (rows: the first factor), flagged cells outlined in red."""
     first, second = grid["factors"]
     rows = list(dict.fromkeys(c["labels"][first] for c in grid["cells"]))
@@ -182,7 +183,7 @@ def _band_key(label: str):
         return (1, 0.0, label)
 
 
-def _json_ready(report: dict) -> dict:
+def _json_ready(report: dict[str, Any]) -> dict[str, Any]:
     def clean(value):
         if isinstance(value, dict):
             return {str(k): clean(v) for k, v in value.items()}
@@ -218,7 +219,7 @@ def _ci_cell(low, high) -> str:
     return "" if low is None else f"{low:.3f} to {high:.3f}"
 
 
-def _verdict_row(name: str, test: str, verdict: dict, where: str) -> str:
+def _verdict_row(name: str, test: str, verdict: dict[str, Any], where: str) -> str:
     esc = html.escape
     return (
         f"<tr><td>{esc(name)}</td><td>{esc(test)}</td><td>{verdict['p_value']:.3g}</td>"
@@ -228,7 +229,7 @@ def _verdict_row(name: str, test: str, verdict: dict, where: str) -> str:
     )
 
 
-def _html(report: dict, figures: list[dict]) -> str:
+def _html(report: dict[str, Any], figures: list[dict[str, Any]]) -> str:
     esc = html.escape
     settings = report["settings"]
     parts = [
@@ -448,7 +449,7 @@ def _html(report: dict, figures: list[dict]) -> str:
     return "\n".join(parts)
 
 
-def write_report(options: ReportOptions) -> dict:
+def write_report(options: ReportOptions) -> dict[str, Any]:
     """Compute the report and write ``report.json``, ``report.html`` and ``figures/*.png|svg`` in ``options.out``.
 
     Parameters

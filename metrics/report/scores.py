@@ -8,6 +8,8 @@ the gates. Seed 000's own tests sit under ``seed_000`` in each part, reproduced 
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .inputs import MIN_GROUP_SIZE, ReportInputError, ReportOptions, _join
@@ -19,7 +21,7 @@ _PROGRESS_ROWS = 5_000
 _EXAMPLES = 5
 
 
-def build_report(options: ReportOptions) -> dict:
+def build_report(options: ReportOptions) -> dict[str, Any]:
     """Compute the report as a JSON-serialisable dict (figures not included).
 
     Parameters
@@ -74,7 +76,7 @@ def build_report(options: ReportOptions) -> dict:
             f"column {column!r}: {int(mask.sum())} of {mask.size} row(s) have no value (e.g. {_id_name(options)} "
             f"{_ids(merged, options, mask)}); they are left out of the scores of that attribute only"
         )
-    report: dict = {
+    report: dict[str, Any] = {
         "inputs": {
             "attributes": str(options.attributes),
             "predictions": str(options.predictions),
@@ -94,7 +96,7 @@ def build_report(options: ReportOptions) -> dict:
         "composition": None,
     }
     problems: list[str] = []
-    results: dict = {}
+    results: dict[str, Any] = {}
     band_labels: dict[str, np.ndarray] = {}
 
     def step(name: str) -> None:
@@ -176,7 +178,7 @@ def build_report(options: ReportOptions) -> dict:
 
 def _blank(column) -> np.ndarray:
     text = column.astype(str).str.strip()
-    return (column.isna() | (text == "") | (text.str.lower() == "nan")).to_numpy()
+    return np.asarray((column.isna() | (text == "") | (text.str.lower() == "nan")).to_numpy())
 
 
 def _ids(merged, options: ReportOptions, mask: np.ndarray) -> str:
@@ -187,7 +189,7 @@ def _id_name(options: ReportOptions) -> str:
     return options.id_label or options.on
 
 
-def _settings(options: ReportOptions, body_treatment, cluster_threshold) -> dict:
+def _settings(options: ReportOptions, body_treatment, cluster_threshold) -> dict[str, Any]:
     from metrics.unfairness import DISPARITY_RULE
 
     return {
@@ -260,14 +262,14 @@ def _ci(k: int, n: int) -> list[float]:
     return list(wilson_interval(k, n))
 
 
-def _rate(k: int, n: int) -> dict:
+def _rate(k: int, n: int) -> dict[str, Any]:
     from metrics.intervals import wilson_interval
 
     low, high = wilson_interval(k, n)
     return {"k": int(k), "n": int(n), "rate": k / n if n else None, "ci_low": low, "ci_high": high}
 
 
-def _verdict_json(verdict, options: ReportOptions) -> dict:
+def _verdict_json(verdict, options: ReportOptions) -> dict[str, Any]:
     return {
         "significant": bool(verdict.significant),
         "p_value": verdict.p_value,
@@ -283,7 +285,7 @@ def _verdict_json(verdict, options: ReportOptions) -> dict:
     }
 
 
-def _group_rows(readings) -> list[dict]:
+def _group_rows(readings) -> list[dict[str, Any]]:
     return [
         {
             "label": g.label,
@@ -300,7 +302,7 @@ def _group_rows(readings) -> list[dict]:
     ]
 
 
-def _pairs_json(pairs) -> list[dict]:
+def _pairs_json(pairs) -> list[dict[str, Any]]:
     return [
         {
             "higher": p.higher,
@@ -385,7 +387,7 @@ def _categorical_part(key, column, errors, labels, rows, people, options: Report
     return seed_result, part, warned, labelled
 
 
-def _ks_json(result, options: ReportOptions) -> dict:
+def _ks_json(result, options: ReportOptions) -> dict[str, Any]:
     return {
         "test": "two-sample Kolmogorov-Smirnov (seed 000)",
         "p_value_method": result.p_value_method,
@@ -566,7 +568,7 @@ def _continuous_part(key, column, merged, errors, rows, people, options: ReportO
     return part, found, labelled, warned
 
 
-def _uncertainty_part(merged, errors, people, options: ReportOptions, rows_of, verdict) -> dict:
+def _uncertainty_part(merged, errors, people, options: ReportOptions, rows_of, verdict) -> dict[str, Any]:
     from metrics.unfairness import label_uncertainty
     from metrics.unfairness.uncertainty import conclusion_of
 
@@ -620,7 +622,7 @@ def _uncertainty_part(merged, errors, people, options: ReportOptions, rows_of, v
 _GRID_NAMES = ("skin_tone", "body_shape", "gender")
 
 
-def _grid_factors(options: ReportOptions, band_labels: dict) -> list[str]:
+def _grid_factors(options: ReportOptions, band_labels: dict[str, Any]) -> list[str]:
     if options.grid_factors:
         unknown = [f for f in options.grid_factors if f not in _GRID_NAMES]
         if unknown:
@@ -645,10 +647,10 @@ def _intersectional_part(
     grid_factors,
     band_labels,
     rows_of,
-) -> dict:
+) -> dict[str, Any]:
     from metrics.unfairness import disparity_level, grid_unfairness
 
-    part: dict = {"grid": None, "grid_error": None, "verdict": None, "seed_000": None}
+    part: dict[str, Any] = {"grid": None, "grid_error": None, "verdict": None, "seed_000": None}
     if len(grid_factors) >= 2:
         rows = np.ones(len(merged), dtype=bool)
         for factor in grid_factors:
@@ -708,7 +710,7 @@ def _intersectional_part(
     return part
 
 
-def _cell_members(merged, options: ReportOptions, band_labels: dict, rows: np.ndarray, cell) -> list[str]:
+def _cell_members(merged, options: ReportOptions, band_labels: dict[str, Any], rows: np.ndarray, cell) -> list[str]:
     """Ids of the samples in a flagged cell (report.json; the web app shows the worst of them)."""
     inside = rows.copy()
     for factor, label in cell.labels.items():
@@ -716,7 +718,7 @@ def _cell_members(merged, options: ReportOptions, band_labels: dict, rows: np.nd
     return [str(i) for i in merged.loc[inside, options.on].tolist()]
 
 
-def _cell_json(cell) -> dict:
+def _cell_json(cell) -> dict[str, Any]:
     return {
         "labels": cell.labels,
         "description": cell.description,
@@ -781,7 +783,9 @@ def _dbscan_part(merged, errors, people, options: ReportOptions, body_treatment,
     return _dbscan_json(result, ids, options, categorical, sweep, body_treatment), (result, rows)
 
 
-def _dbscan_json(result, ids, options: ReportOptions, categorical: dict, sweep: dict, body_treatment) -> dict:
+def _dbscan_json(
+    result, ids, options: ReportOptions, categorical: dict[str, Any], sweep: dict[str, Any], body_treatment
+) -> dict[str, Any]:
     from metrics.unfairness import describe_finding
 
     if body_treatment == "categorical":
@@ -859,13 +863,13 @@ def _dbscan_json(result, ids, options: ReportOptions, categorical: dict, sweep: 
 _ATTRIBUTE_NAMES = {"gender": "gender", "skin_tone": "skin tone", "body_shape": "body shape"}
 
 
-def _performance(report: dict, errors: np.ndarray, people, options: ReportOptions) -> dict:
+def _performance(report: dict[str, Any], errors: np.ndarray, people, options: ReportOptions) -> dict[str, Any]:
     """Where the mean error itself is above the threshold: overall, per band and per group (by intervals)."""
     from metrics.unfairness import mean_interval, performance_reading
 
     overall = mean_interval(errors, people, options.alpha)
     reading = performance_reading(overall.mean, overall.ci_low, overall.ci_high, options.threshold)
-    by: dict[str, list[dict]] = {}
+    by: dict[str, list[dict[str, Any]]] = {}
     above, may_reach = [], []
     for key, name in _ATTRIBUTE_NAMES.items():
         part = report.get(key)
@@ -904,7 +908,7 @@ def _performance(report: dict, errors: np.ndarray, people, options: ReportOption
     }
 
 
-def _summary(report: dict, options: ReportOptions) -> tuple[list[str], list[str]]:
+def _summary(report: dict[str, Any], options: ReportOptions) -> tuple[list[str], list[str]]:
     """Every sentence of the summary, and the headline: the sentences a reader must not miss (the
     warnings, the clustering, performance, each attribute's verdict, the grid, the composition)."""
     lines = [f"Warning: {line}." for line in report.get("warnings", [])]
@@ -964,7 +968,7 @@ def _summary(report: dict, options: ReportOptions) -> tuple[list[str], list[str]
     return lines, headline
 
 
-def _performance_summary(perf: dict, options: ReportOptions) -> str:
+def _performance_summary(perf: dict[str, Any], options: ReportOptions) -> str:
     overall = perf["overall"]
     ci = _interval(overall["ci_low"], overall["ci_high"])
     head = (
@@ -995,7 +999,7 @@ def _interval(low, high) -> str:
     return "no interval" if low is None else f"95% CI {low:.3g} to {high:.3g}"
 
 
-def _attribute_summary(label: str, part: dict, options: ReportOptions) -> list[str]:
+def _attribute_summary(label: str, part: dict[str, Any], options: ReportOptions) -> list[str]:
     verdict = part["verdict"]
     continuous = part["treatment"] == "continuous"
     rows = part["bands"]["bands"] if continuous else part["groups"]
@@ -1076,7 +1080,7 @@ def _p(value: float) -> str:
     return "< 0.0001" if value < 1e-4 else f"= {value:.3g}"
 
 
-def _intersectional_summary(inter: dict, options: ReportOptions) -> list[str]:
+def _intersectional_summary(inter: dict[str, Any], options: ReportOptions) -> list[str]:
     lines = []
     grid, verdict = inter.get("grid"), inter.get("verdict")
     if grid is None:
@@ -1123,7 +1127,7 @@ def _intersectional_summary(inter: dict, options: ReportOptions) -> list[str]:
     return lines
 
 
-def _composition_summary(composition: dict) -> str:
+def _composition_summary(composition: dict[str, Any]) -> str:
     n = composition["n"]
     tones = {row["tone"]: row for row in composition["tones"]}
     parts = []
@@ -1148,7 +1152,7 @@ def _composition_summary(composition: dict) -> str:
     return head + "; every tone holds at least half an even share."
 
 
-def _groups_section(options: ReportOptions, merged, people) -> dict | str:
+def _groups_section(options: ReportOptions, merged, people) -> dict[str, Any] | str:
     """Mean error by each ``--groups`` column and by their intersection, with cluster-robust intervals."""
     from metrics.unfairness import group_disparity
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -197,7 +198,7 @@ def testable_band_count(
 
 def attribute_bands(
     attribute: Sequence[float] | np.ndarray, n_bands: int = 5, levels: int | None = None
-) -> tuple[np.ndarray, list[tuple]]:
+) -> tuple[np.ndarray, list[tuple[Any, ...]]]:
     """Cut an attribute into at most ``n_bands`` bands.
 
     With ``levels`` (the scale's number of tones, e.g. 10 for MST), values are rounded half up to
@@ -277,8 +278,8 @@ def attribute_bands(
         members = x[index == k]
         if members.size == 0:
             continue
-        a, b = float(members.min()), float(members.max())
-        bands.append((f"{a:.4g}-{b:.4g}", a, b, "quantile"))
+        lo, hi = float(members.min()), float(members.max())
+        bands.append((f"{lo:.4g}-{hi:.4g}", lo, hi, "quantile"))
     # Renumber so that empty quantile bands (ties) leave no gap.
     _, index = np.unique(index, return_inverse=True)
     return index.astype(np.intp), bands

@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -88,9 +89,9 @@ class CategoricalUnfairness:
         The pair the top-level fields describe.
     pairs : tuple of PairUnfairness
         Every pair of groups, in the order of the sorted group labels.
-    group_means : dict
+    group_means : dict[str, Any]
         Mean error per group.
-    group_sizes : dict
+    group_sizes : dict[str, Any]
         Number of samples per group.
     alpha : float
         Significance level used.
@@ -109,8 +110,8 @@ class CategoricalUnfairness:
     score: float
     worst_pair: PairUnfairness
     pairs: tuple[PairUnfairness, ...]
-    group_means: dict
-    group_sizes: dict
+    group_means: dict[str, Any]
+    group_sizes: dict[str, Any]
     alpha: float
     p_value_adjusted: float = float("nan")
     correction: str = "none (two groups)"
@@ -259,10 +260,12 @@ def _ks_statistic(sorted_values: np.ndarray, in_first: np.ndarray) -> np.ndarray
     cdf2 = np.cumsum(~in_first, axis=1) / n2
     # Only where a run of tied values ends is the empirical CDF defined.
     ends = np.r_[sorted_values[1:] != sorted_values[:-1], True]
-    return np.max(np.abs(cdf1 - cdf2)[:, ends], axis=1)
+    return np.asarray(np.max(np.abs(cdf1 - cdf2)[:, ends], axis=1))
 
 
-def _ks_cluster_permutation(values, first, people, n_permutations, rng) -> tuple[float, float]:
+def _ks_cluster_permutation(
+    values: np.ndarray, first: np.ndarray, people: np.ndarray, n_permutations: int, rng: np.random.Generator
+) -> tuple[float, float]:
     """KS statistic and its permutation p-value, group labels moved with whole people."""
     order = np.argsort(values, kind="stable")
     sorted_values = values[order]

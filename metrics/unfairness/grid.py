@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -41,7 +42,7 @@ class GridCell:
 
     Attributes
     ----------
-    labels : dict
+    labels : dict[str, Any]
         Factor name -> band or group.
     description : str
         E.g. ``"skin_tone 9-10, body_shape 0.35-0.38"``.
@@ -67,7 +68,7 @@ class GridCell:
         The cell's mean error against the threshold, by its own interval.
     """
 
-    labels: dict
+    labels: dict[str, Any]
     description: str
     n: int
     n_clusters: int
@@ -211,9 +212,9 @@ def grid_unfairness(
         )
     # Cell g against the rest: e_g - sum_(h != g) n_h / (n - n_g) e_h.
     contrasts = np.zeros((testable.size, k))
-    for row, g in enumerate(testable):
-        contrasts[row] = -sizes / (n - sizes[g])
-        contrasts[row, g] = 1.0
+    for r, g in enumerate(testable):
+        contrasts[r] = -sizes / (n - sizes[g])
+        contrasts[r, g] = 1.0
     test = contrast_max_t(
         values, index, k, contrasts, clusters=clusters, n_boot=n_boot, alpha=alpha, seed=seed, alternative="greater"
     )
@@ -222,12 +223,12 @@ def grid_unfairness(
     sums = np.bincount(index, weights=values, minlength=k)
     row_of = {int(g): row for row, g in enumerate(testable)}
     cells = []
-    for g in range(k):
-        labels = dict(zip(names, cell_keys[g].split("\x1f"), strict=True))
-        mean = float(sums[g] / sizes[g])
-        rest = float((total - sums[g]) / (n - sizes[g])) if n > sizes[g] else float("nan")
-        stats = test.groups[g]
-        row = row_of.get(g)
+    for c in range(k):
+        cell_labels = dict(zip(names, cell_keys[c].split("\x1f"), strict=True))
+        mean = float(sums[c] / sizes[c])
+        rest = float((total - sums[c]) / (n - sizes[c])) if n > sizes[c] else float("nan")
+        stats = test.groups[c]
+        row = row_of.get(c)
         ci_low = ci_high = p_adj = None
         flagged = False
         level = reading = None
@@ -240,10 +241,10 @@ def grid_unfairness(
                 level, reading = disparity.level, disparity.reading
         cells.append(
             GridCell(
-                labels=labels,
-                description=", ".join(f"{name} {value}" for name, value in labels.items()),
-                n=int(sizes[g]),
-                n_clusters=int(people[g]),
+                labels=cell_labels,
+                description=", ".join(f"{name} {value}" for name, value in cell_labels.items()),
+                n=int(sizes[c]),
+                n_clusters=int(people[c]),
                 mean=mean,
                 rest_mean=rest,
                 gap=mean - rest,

@@ -7,8 +7,9 @@ The ensemble is kept as the seed's reproduction; the report's intersectional ver
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -138,7 +139,7 @@ class IntersectionalUnfairness:
     significant: bool | None = None
     n_permutations: int = 0
     null_counts: np.ndarray | None = None
-    findings: tuple = ()
+    findings: tuple[Any, ...] = ()
     alpha: float = 0.05
 
 
@@ -167,7 +168,7 @@ def standardise(features: np.ndarray) -> np.ndarray:
     mean = x.mean(axis=0)
     std = x.std(axis=0)
     std = np.where(std > 0, std, 1.0)
-    return (x - mean) / std
+    return np.asarray((x - mean) / std)
 
 
 def intersectional_unfairness(
@@ -408,7 +409,11 @@ class _Candidates:
             self.members.append(members)
 
     def null_counts(
-        self, above: np.ndarray, n_permutations: int, rng: np.random.Generator, clusters=None
+        self,
+        above: np.ndarray,
+        n_permutations: int,
+        rng: np.random.Generator,
+        clusters: Sequence[object] | np.ndarray | None = None,
     ) -> np.ndarray:
         from scipy.sparse import csr_matrix
 
@@ -501,7 +506,7 @@ def describe_finding(
         A flagged region.
     feature_names : sequence of str
         Names of the clustering features, in order.
-    categorical : dict of str to array, optional
+    categorical : dict[str, Any] of str to array, optional
         Other per-sample attributes (e.g. pose, gender): the most common value among the
         members is named with its share in the region and in all samples, so that a value that
         merely reflects the data (29% of the region, 25% of all) is not read as what the
@@ -542,7 +547,7 @@ def min_samples_sweep(
     errors: Sequence[float] | np.ndarray,
     features: np.ndarray,
     values: Sequence[int] = (5, 10, 20),
-    **options,
+    **options: Any,
 ) -> dict[int, int]:
     """Flagged samples for several DBSCAN ``min_samples`` (seed 000 does not give it).
 
@@ -566,7 +571,7 @@ def min_samples_sweep(
     }
 
 
-def _labels_per_eps(points: np.ndarray, eps_values: np.ndarray, min_samples: int):
+def _labels_per_eps(points: np.ndarray, eps_values: np.ndarray, min_samples: int) -> Iterator[tuple[float, np.ndarray]]:
     n, d = points.shape
     if n == 0:
         for eps in eps_values:

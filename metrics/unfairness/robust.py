@@ -30,8 +30,9 @@ Everything takes ``clusters=None`` for independent samples; :func:`cluster_codes
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -183,7 +184,7 @@ def _critical(null_max: np.ndarray, alpha: float) -> float:
     return float(np.sort(null_max)[::-1][allowed - 1])
 
 
-def _group_sums(values, group, k, cluster, g):
+def _group_sums(values: np.ndarray, group: np.ndarray, k: int, cluster: np.ndarray, g: int) -> tuple[Any, Any]:
     """Per (cluster, group): count and sum of ``values`` as dense (G x k) arrays when small, else sparse."""
     from scipy.sparse import csr_matrix
 
@@ -198,7 +199,7 @@ def contrast_max_t(
     values: Sequence[float] | np.ndarray,
     group: Sequence[int] | np.ndarray,
     n_groups: int,
-    contrasts,
+    contrasts: np.ndarray | Callable[[np.ndarray, np.ndarray], np.ndarray],
     *,
     clusters: Sequence[object] | np.ndarray | None = None,
     n_boot: int = DEFAULT_BOOTSTRAPS,
@@ -368,7 +369,17 @@ def contrast_max_t(
     )
 
 
-def _bootstrap_max_t(s_restricted, counts, scaled, a, sizes, g, n_boot, seed, floor) -> tuple[np.ndarray, np.ndarray]:
+def _bootstrap_max_t(
+    s_restricted: Any,
+    counts: Any,
+    scaled: np.ndarray,
+    a: np.ndarray,
+    sizes: np.ndarray,
+    g: int,
+    n_boot: int,
+    seed: int | None,
+    floor: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
     """Largest t and largest -t of each wild-bootstrap resample (weights per cluster, the null's residuals).
 
     For resample ``b`` with cluster weights ``w``: ``y* = grand + w_c e_i`` (``e`` the residuals of the
@@ -461,7 +472,7 @@ def _inverse_sqrt(blocks: np.ndarray) -> np.ndarray:
     w, v = np.linalg.eigh(blocks)
     # I - H_cc is singular only when one cluster determines the fit; leave such directions unscaled.
     inv = np.where(w > 1e-12, 1.0 / np.sqrt(np.maximum(w, 1e-12)), 0.0)
-    return np.einsum("...ij,...j,...kj->...ik", v, inv, v)
+    return np.asarray(np.einsum("...ij,...j,...kj->...ik", v, inv, v))
 
 
 def robust_slope(
@@ -609,7 +620,9 @@ def mean_interval(
     return GroupMean(n, g, mean, se, mean - half, mean + half)
 
 
-def design_effect(values: Sequence[float] | np.ndarray, clusters: Sequence[object] | np.ndarray | None) -> dict:
+def design_effect(
+    values: Sequence[float] | np.ndarray, clusters: Sequence[object] | np.ndarray | None
+) -> dict[str, Any]:
     """How much the clustering widens the interval of the mean error (Kish's design effect).
 
     ``deff = var_CR1(mean) / (s^2 / n)``: 1 for independent samples, about ``1 + (m - 1) rho`` for
@@ -648,7 +661,7 @@ def design_effect(values: Sequence[float] | np.ndarray, clusters: Sequence[objec
 
 def cluster_permutations(
     clusters: Sequence[object] | np.ndarray | None, n: int, n_permutations: int, rng: np.random.Generator
-):
+) -> Iterator[np.ndarray]:
     """Yield ``n_permutations`` index arrays that move whole clusters onto clusters of the same size.
 
     ``values[perm]`` gives every cluster the values of another cluster of its size (in the other

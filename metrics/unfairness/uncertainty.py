@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -51,11 +52,11 @@ class LabelUncertainty:
         Wilson 95% interval of that fraction.
     fraction_significant, fraction_significant_ci
         Fraction of draws in which the verdict is significant, with its Wilson interval.
-    conclusions : dict of str to int
+    conclusions : dict[str, Any] of str to int
         How many draws reached each conclusion.
     robust : bool
         ``fraction_same >= 0.9``.
-    per_labeler : dict
+    per_labeler : dict[str, Any]
         Labeler -> ``{"n": images, "conclusion": str, "same": bool}`` (empty when no
         per-labeler labels were given; ``conclusion`` says why when too few images).
     """
@@ -67,12 +68,22 @@ class LabelUncertainty:
     fraction_same_ci: tuple[float, float]
     fraction_significant: float
     fraction_significant_ci: tuple[float, float]
-    conclusions: dict
+    conclusions: dict[str, Any]
     robust: bool
-    per_labeler: dict = field(default_factory=dict)
+    per_labeler: dict[str, Any] = field(default_factory=dict[str, Any])
 
 
-def _conclusion(errors, tone, threshold, alpha, n_bands, n_permutations, levels, seed, clusters=None) -> str:
+def _conclusion(
+    errors: np.ndarray,
+    tone: np.ndarray,
+    threshold: float,
+    alpha: float,
+    n_bands: int,
+    n_permutations: int,
+    levels: int | None,
+    seed: int,
+    clusters: np.ndarray | None = None,
+) -> str:
     trend = robust_slope(errors, tone, clusters=clusters, alpha=alpha)
     bands = band_unfairness(
         errors,
@@ -88,7 +99,7 @@ def _conclusion(errors, tone, threshold, alpha, n_bands, n_permutations, levels,
     return conclusion_of(continuous_verdict(trend, bands))
 
 
-def conclusion_of(verdict) -> str:
+def conclusion_of(verdict: Any) -> str:
     """A skin-tone verdict in the words the check compares: ``"significant, moderate, high end worse"``."""
     if not verdict.significant:
         return "not significant"

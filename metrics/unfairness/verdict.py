@@ -17,6 +17,7 @@ equally noisy.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from .bands import BandUnfairness
 from .disparity import PairwiseDisparity
@@ -52,7 +53,7 @@ class Verdict:
     worse_end : str or None
         ``"high"`` / ``"low"``: the end of a continuous attribute that is shown to fare worse (the trend
         test's sign when it rejects, else the band test's end band); None when not shown.
-    tests : dict
+    tests : dict[str, Any]
         Per test: ``{"p_value": raw, "p_adjusted": Holm}``.
     """
 
@@ -65,7 +66,7 @@ class Verdict:
     worst_band: str
     best_band: str
     worse_end: str | None
-    tests: dict = field(default_factory=dict)
+    tests: dict[str, Any] = field(default_factory=dict[str, Any])
 
 
 #: Kept under its former name: the verdict on a continuous attribute.
