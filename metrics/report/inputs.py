@@ -106,7 +106,7 @@ class ReportOptions:
     on_step: Callable[[str], None] | None = None
 
 
-def derive_errors(prediction, truth, kind: str) -> np.ndarray:
+def derive_errors(prediction: Any, truth: Any, kind: str) -> np.ndarray:
     """A per-sample error from predictions and ground truth.
 
     ``regression``: the absolute error ``|prediction - truth|`` (numbers); ``classification``: 1 where the
@@ -130,7 +130,7 @@ def derive_errors(prediction, truth, kind: str) -> np.ndarray:
     return np.asarray((p != t).astype(np.float64))
 
 
-def load_table(path: Path, id_column: str):
+def load_table(path: Path, id_column: str) -> Any:
     """Read a CSV, JSON Lines or Parquet file into a DataFrame, ids as strings.
 
     Parameters
@@ -183,7 +183,7 @@ def load_table(path: Path, id_column: str):
     return table
 
 
-def _join(options: ReportOptions):
+def _join(options: ReportOptions) -> Any:
     attributes = load_table(options.attributes, options.on)
     # One table in memory for both (the web app's joined samples): read once, never joined with itself.
     single = options.predictions is options.attributes
@@ -209,10 +209,10 @@ def _join(options: ReportOptions):
         (options.attributes, attributes, [options.on, *wanted_attributes]),
         (options.predictions, predictions, [options.on, options.error]),
     ):
-        missing = [c for c in columns if c not in table.columns]
-        if missing:
+        absent = [c for c in columns if c not in table.columns]
+        if absent:
             problems.append(
-                f"{name}: missing column(s) {', '.join(missing)}; available: {', '.join(map(str, table.columns))}"
+                f"{name}: missing column(s) {', '.join(absent)}; available: {', '.join(map(str, table.columns))}"
             )
     if not (options.gender or options.skin_tone or options.body_shape):
         problems.append("nothing to evaluate: give --gender, --skin-tone and/or --body-shape")
@@ -334,7 +334,7 @@ def _join(options: ReportOptions):
 _PERSON_COLUMNS = ("subject_id", "subject", "person_id", "person", "participant_id", "customer_id")
 
 
-def _repeating_ids(attributes, options: ReportOptions) -> list[dict[str, Any]]:
+def _repeating_ids(attributes: Any, options: ReportOptions) -> list[dict[str, Any]]:
     """Id-like attribute columns whose values repeat: samples that are probably not independent."""
     found = []
     for column in attributes.columns:
@@ -349,13 +349,13 @@ def _repeating_ids(attributes, options: ReportOptions) -> list[dict[str, Any]]:
     return found
 
 
-def _missing(column) -> np.ndarray:
+def _missing(column: Any) -> np.ndarray:
     """Missing values of a column: NaN/None, or text that is empty once stripped."""
     text = column.astype(str).str.strip()
     return np.asarray((column.isna() | (text == "")).to_numpy())
 
 
-def _body_shape(merged, options: ReportOptions, problems: list[str], missing: np.ndarray) -> str | None:
+def _body_shape(merged: Any, options: ReportOptions, problems: list[str], missing: np.ndarray) -> str | None:
     """Decide how the body-shape column is scored and convert it in ``merged`` (rows with a value).
 
     Returns ``"continuous"`` (the column becomes float, NaN where missing) or ``"categorical"`` (the
@@ -413,7 +413,7 @@ def _body_shape(merged, options: ReportOptions, problems: list[str], missing: np
     return "categorical"
 
 
-def _label(value) -> str:
+def _label(value: Any) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value).strip()

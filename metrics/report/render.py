@@ -23,7 +23,7 @@ def _slug(title: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in title.lower()).strip("_")
 
 
-def _render(fig, title: str) -> dict[str, Any]:
+def _render(fig: Any, title: str) -> dict[str, Any]:
     """PNG (bytes) and SVG (text) of a figure, then close it."""
     import matplotlib.pyplot as plt
 
@@ -35,7 +35,7 @@ def _render(fig, title: str) -> dict[str, Any]:
     return {"title": title, "slug": _slug(title), "png": png.getvalue(), "svg": svg.getvalue()}
 
 
-def _band_means(ax, part: dict[str, Any] | None) -> None:
+def _band_means(ax: Any, part: dict[str, Any] | None) -> None:
     """Per-band mean error with its interval, drawn at each band's middle (seed Fig. 3B/3C plus the bands)."""
     if not part or "bands" not in part:
         return
@@ -77,7 +77,7 @@ def _figures(report: dict[str, Any], options: ReportOptions) -> list[dict[str, A
         what = key.replace("_", " ")
         fig, ax = plt.subplots(figsize=(6, 4))
         groups = merged[column].astype(str).to_numpy()
-        bins = np.histogram_bin_edges(errors, bins=40)
+        bins = np.histogram_bin_edges(errors, bins=40).tolist()
         for name in part["groups_tested"]:
             ax.hist(errors[groups == name], bins=bins, histtype="step", density=True, label=name)
         ax.axvline(options.threshold, color="grey", linestyle="--", label="threshold")
@@ -106,7 +106,7 @@ def _figures(report: dict[str, Any], options: ReportOptions) -> list[dict[str, A
             ax.annotate(mark, (value, 1), xycoords=("data", "axes fraction"), ha="center", va="bottom", fontsize=8)
         _band_means(ax, part)
         ax.axhline(options.threshold, color="grey", linestyle="--", linewidth=0.8)
-        ax.set_xlabel(column)
+        ax.set_xlabel(str(column))
         ax.set_ylabel(options.error)
         ax.set_title(f"Error against {key.replace('_', ' ')} (robust trend p = {trend.p_value:.3g})", pad=14)
         ax.legend(fontsize=7)
@@ -149,7 +149,7 @@ def _figures(report: dict[str, Any], options: ReportOptions) -> list[dict[str, A
     return figures
 
 
-def _grid_figure(plt, grid: dict[str, Any], options: ReportOptions) -> dict[str, Any]:
+def _grid_figure(plt: Any, grid: dict[str, Any], options: ReportOptions) -> dict[str, Any]:
     """Mean error per grid cell (rows: the first factor), flagged cells outlined in red."""
     first, second = grid["factors"]
     rows = list(dict.fromkeys(c["labels"][first] for c in grid["cells"]))
@@ -175,7 +175,7 @@ def _grid_figure(plt, grid: dict[str, Any], options: ReportOptions) -> dict[str,
     return _render(fig, f"Intersectional grid ({first} x {second})")
 
 
-def _band_key(label: str):
+def _band_key(label: str) -> Any:
     head = label.split("-")[0]
     try:
         return (0, float(head), label)
@@ -184,7 +184,7 @@ def _band_key(label: str):
 
 
 def _json_ready(report: dict[str, Any]) -> dict[str, Any]:
-    def clean(value):
+    def clean(value: Any) -> Any:
         if isinstance(value, dict):
             return {str(k): clean(v) for k, v in value.items()}
         if isinstance(value, list | tuple):
@@ -195,7 +195,8 @@ def _json_ready(report: dict[str, Any]) -> dict[str, Any]:
             return None
         return value
 
-    return clean({k: v for k, v in report.items() if not k.startswith("_")})
+    cleaned: dict[str, Any] = clean({k: v for k, v in report.items() if not k.startswith("_")})
+    return cleaned
 
 
 _STYLE = (
@@ -211,11 +212,11 @@ def _sentence(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def _num(value, digits: str = ".3f") -> str:
+def _num(value: Any, digits: str = ".3f") -> str:
     return "" if value is None else format(value, digits)
 
 
-def _ci_cell(low, high) -> str:
+def _ci_cell(low: Any, high: Any) -> str:
     return "" if low is None else f"{low:.3f} to {high:.3f}"
 
 

@@ -176,12 +176,12 @@ def build_report(options: ReportOptions) -> dict[str, Any]:
     return report
 
 
-def _blank(column) -> np.ndarray:
+def _blank(column: Any) -> np.ndarray:
     text = column.astype(str).str.strip()
     return np.asarray((column.isna() | (text == "") | (text.str.lower() == "nan")).to_numpy())
 
 
-def _ids(merged, options: ReportOptions, mask: np.ndarray) -> str:
+def _ids(merged: Any, options: ReportOptions, mask: np.ndarray) -> str:
     return ", ".join(map(str, merged.loc[mask, options.on].tolist()[:_EXAMPLES]))
 
 
@@ -189,7 +189,7 @@ def _id_name(options: ReportOptions) -> str:
     return options.id_label or options.on
 
 
-def _settings(options: ReportOptions, body_treatment, cluster_threshold) -> dict[str, Any]:
+def _settings(options: ReportOptions, body_treatment: Any, cluster_threshold: Any) -> dict[str, Any]:
     from metrics.unfairness import DISPARITY_RULE
 
     return {
@@ -269,7 +269,7 @@ def _rate(k: int, n: int) -> dict[str, Any]:
     return {"k": int(k), "n": int(n), "rate": k / n if n else None, "ci_low": low, "ci_high": high}
 
 
-def _verdict_json(verdict, options: ReportOptions) -> dict[str, Any]:
+def _verdict_json(verdict: Any, options: ReportOptions) -> dict[str, Any]:
     return {
         "significant": bool(verdict.significant),
         "p_value": verdict.p_value,
@@ -285,7 +285,7 @@ def _verdict_json(verdict, options: ReportOptions) -> dict[str, Any]:
     }
 
 
-def _group_rows(readings) -> list[dict[str, Any]]:
+def _group_rows(readings: Any) -> list[dict[str, Any]]:
     return [
         {
             "label": g.label,
@@ -302,7 +302,7 @@ def _group_rows(readings) -> list[dict[str, Any]]:
     ]
 
 
-def _pairs_json(pairs) -> list[dict[str, Any]]:
+def _pairs_json(pairs: Any) -> list[dict[str, Any]]:
     return [
         {
             "higher": p.higher,
@@ -317,7 +317,9 @@ def _pairs_json(pairs) -> list[dict[str, Any]]:
     ]
 
 
-def _categorical_part(key, column, errors, labels, rows, people, options: ReportOptions):
+def _categorical_part(
+    key: Any, column: Any, errors: Any, labels: Any, rows: Any, people: Any, options: ReportOptions
+) -> Any:
     """The verdict (group gaps) and seed 000's KS tests of a categorical attribute on the rows with a value.
 
     Groups below ``MIN_GROUP_SIZE`` rows are left out of both (warned). Returns the seed's result, the JSON
@@ -387,7 +389,7 @@ def _categorical_part(key, column, errors, labels, rows, people, options: Report
     return seed_result, part, warned, labelled
 
 
-def _ks_json(result, options: ReportOptions) -> dict[str, Any]:
+def _ks_json(result: Any, options: ReportOptions) -> dict[str, Any]:
     return {
         "test": "two-sample Kolmogorov-Smirnov (seed 000)",
         "p_value_method": result.p_value_method,
@@ -444,7 +446,7 @@ def _tone_levels(key: str, x: np.ndarray, options: ReportOptions) -> tuple[int |
     )
 
 
-def skin_tone_band_count(x: np.ndarray, clusters, levels: int | None, options: ReportOptions) -> int:
+def skin_tone_band_count(x: np.ndarray, clusters: Any, levels: int | None, options: ReportOptions) -> int:
     """Bands of the skin-tone verdict: one per tone of the scale where n allows (see
     :func:`metrics.unfairness.tone_band_count` and :func:`metrics.unfairness.testable_band_count`)."""
     from metrics.unfairness import testable_band_count, tone_band_count
@@ -460,7 +462,9 @@ def report_levels(options: ReportOptions, tone: np.ndarray) -> int | None:
     return _tone_levels("skin_tone", tone, options)[0]
 
 
-def _continuous_part(key, column, merged, errors, rows, people, options: ReportOptions):
+def _continuous_part(
+    key: Any, column: Any, merged: Any, errors: Any, rows: Any, people: Any, options: ReportOptions
+) -> Any:
     from metrics.unfairness import (
         attribute_bands,
         band_unfairness,
@@ -568,7 +572,9 @@ def _continuous_part(key, column, merged, errors, rows, people, options: ReportO
     return part, found, labelled, warned
 
 
-def _uncertainty_part(merged, errors, people, options: ReportOptions, rows_of, verdict) -> dict[str, Any]:
+def _uncertainty_part(
+    merged: Any, errors: Any, people: Any, options: ReportOptions, rows_of: Any, verdict: Any
+) -> dict[str, Any]:
     from metrics.unfairness import label_uncertainty
     from metrics.unfairness.uncertainty import conclusion_of
 
@@ -638,15 +644,15 @@ def _grid_factors(options: ReportOptions, band_labels: dict[str, Any]) -> list[s
 
 
 def _intersectional_part(
-    merged,
-    errors,
-    people,
+    merged: Any,
+    errors: Any,
+    people: Any,
     options: ReportOptions,
-    body_treatment,
-    cluster_threshold,
-    grid_factors,
-    band_labels,
-    rows_of,
+    body_treatment: Any,
+    cluster_threshold: Any,
+    grid_factors: Any,
+    band_labels: Any,
+    rows_of: Any,
 ) -> dict[str, Any]:
     from metrics.unfairness import disparity_level, grid_unfairness
 
@@ -670,8 +676,8 @@ def _intersectional_part(
             part["grid_error"] = str(exc)
         else:
             tested = [c for c in grid.cells if c.tested]
-            low = max(0.0, max(c.ci_low for c in tested))
-            high = max(0.0, max(c.ci_high for c in tested))
+            low = max(0.0, max(c.ci_low for c in tested if c.ci_low is not None))
+            high = max(0.0, max(c.ci_high for c in tested if c.ci_high is not None))
             disparity = disparity_level(low, high, options.threshold)
             worst = max(tested, key=lambda c: c.gap)
             part["grid"] = {
@@ -710,7 +716,9 @@ def _intersectional_part(
     return part
 
 
-def _cell_members(merged, options: ReportOptions, band_labels: dict[str, Any], rows: np.ndarray, cell) -> list[str]:
+def _cell_members(
+    merged: Any, options: ReportOptions, band_labels: dict[str, Any], rows: np.ndarray, cell: Any
+) -> list[str]:
     """Ids of the samples in a flagged cell (report.json; the web app shows the worst of them)."""
     inside = rows.copy()
     for factor, label in cell.labels.items():
@@ -718,7 +726,7 @@ def _cell_members(merged, options: ReportOptions, band_labels: dict[str, Any], r
     return [str(i) for i in merged.loc[inside, options.on].tolist()]
 
 
-def _cell_json(cell) -> dict[str, Any]:
+def _cell_json(cell: Any) -> dict[str, Any]:
     return {
         "labels": cell.labels,
         "description": cell.description,
@@ -738,7 +746,15 @@ def _cell_json(cell) -> dict[str, Any]:
     }
 
 
-def _dbscan_part(merged, errors, people, options: ReportOptions, body_treatment, cluster_threshold, rows_of):
+def _dbscan_part(
+    merged: Any,
+    errors: Any,
+    people: Any,
+    options: ReportOptions,
+    body_treatment: Any,
+    cluster_threshold: Any,
+    rows_of: Any,
+) -> Any:
     from metrics import unfairness
 
     rows = rows_of(options.skin_tone) & rows_of(options.body_shape)
@@ -784,12 +800,17 @@ def _dbscan_part(merged, errors, people, options: ReportOptions, body_treatment,
 
 
 def _dbscan_json(
-    result, ids, options: ReportOptions, categorical: dict[str, Any], sweep: dict[str, Any], body_treatment
+    result: Any,
+    ids: Any,
+    options: ReportOptions,
+    categorical: dict[str, Any],
+    sweep: dict[int, int],
+    body_treatment: Any,
 ) -> dict[str, Any]:
     from metrics.unfairness import describe_finding
 
     if body_treatment == "categorical":
-        names = [options.skin_tone]
+        names = [str(options.skin_tone)]
         encoding = (
             f"{options.body_shape} is categorical: one-hot encoded and standardised with {options.skin_tone}, so "
             f"samples of different body shapes are never neighbours (at least 2.83 standardised units apart, beyond "
@@ -797,7 +818,7 @@ def _dbscan_json(
             "body shapes is assumed"
         )
     else:
-        names = [options.body_shape, options.skin_tone]
+        names = [str(options.body_shape), str(options.skin_tone)]
         encoding = "both columns numeric, each standardised (z-score)"
     significant = bool(result.significant)
     part = {
@@ -863,7 +884,7 @@ def _dbscan_json(
 _ATTRIBUTE_NAMES = {"gender": "gender", "skin_tone": "skin tone", "body_shape": "body shape"}
 
 
-def _performance(report: dict[str, Any], errors: np.ndarray, people, options: ReportOptions) -> dict[str, Any]:
+def _performance(report: dict[str, Any], errors: np.ndarray, people: Any, options: ReportOptions) -> dict[str, Any]:
     """Where the mean error itself is above the threshold: overall, per band and per group (by intervals)."""
     from metrics.unfairness import mean_interval, performance_reading
 
@@ -995,7 +1016,7 @@ def _performance_summary(perf: dict[str, Any], options: ReportOptions) -> str:
     return head + "."
 
 
-def _interval(low, high) -> str:
+def _interval(low: Any, high: Any) -> str:
     return "no interval" if low is None else f"95% CI {low:.3g} to {high:.3g}"
 
 
@@ -1083,7 +1104,7 @@ def _p(value: float) -> str:
 def _intersectional_summary(inter: dict[str, Any], options: ReportOptions) -> list[str]:
     lines = []
     grid, verdict = inter.get("grid"), inter.get("verdict")
-    if grid is None:
+    if grid is None or verdict is None:
         if inter.get("grid_error"):
             lines.append(f"Intersectional grid: not computed ({inter['grid_error']}).")
     elif verdict["significant"]:
@@ -1152,7 +1173,7 @@ def _composition_summary(composition: dict[str, Any]) -> str:
     return head + "; every tone holds at least half an even share."
 
 
-def _groups_section(options: ReportOptions, merged, people) -> dict[str, Any] | str:
+def _groups_section(options: ReportOptions, merged: Any, people: Any) -> dict[str, Any] | str:
     """Mean error by each ``--groups`` column and by their intersection, with cluster-robust intervals."""
     from metrics.unfairness import group_disparity
 
@@ -1166,7 +1187,7 @@ def _groups_section(options: ReportOptions, merged, people) -> dict[str, Any] | 
     for columns in combos:
         labels = merged[columns].astype(str).agg(" & ".join, axis=1).to_numpy()
         names, counts = np.unique(labels, return_counts=True)
-        section = {
+        section: dict[str, Any] = {
             "by_group": {},
             "difference_between_groups": None,
             "difference_ci": None,
