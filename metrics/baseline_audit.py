@@ -162,7 +162,7 @@ def baseline_audit(
         Tones of the scale (the bands come from :func:`tone_bands`).
     lightness, hue : sequence of float or None, optional
         Each image's CIELAB L* and hue angle h* (degrees): reported per tone beside ITA, which squeezes
-        both ends of the scale (Thong, Joniak and Xiang, ICCV 2023).
+        both ends of the scale (Thong, Joniak and Xiang, ICCV 2023) [Thong2023].
     confidence, n_resamples, seed
         Intervals' coverage and the rank correlations' bootstrap.
 

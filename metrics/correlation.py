@@ -121,7 +121,7 @@ def spearman_bootstrap(
 
 
 def spearman_fisher_interval(rho: float, n: int, confidence: float = 0.95) -> dict[str, float]:
-    """Fisher's z interval of Spearman's rho with Bonett and Wright's (2000) variance ``(1 + rho**2 / 2) / (n - 3)``.
+    """Fisher's z interval of Spearman's rho with Bonett and Wright's (2000) [BonettWright2000] variance ``(1 + rho**2 / 2) / (n - 3)``.
 
     Examples
     --------

@@ -2,12 +2,12 @@
 
 Definitions follow Dominguez-Catena, Paternain and Galar, "Assessing demographic bias transfer
 from dataset to model: a case study in facial expression recognition" (AISafety workshop,
-IJCAI-ECAI 2022) and the authors' reference code (``irisdominguez/Dataset-Bias-Metrics``,
+IJCAI-ECAI 2022 [Seed003]) and the authors' reference code (``irisdominguez/Dataset-Bias-Metrics``,
 ``fer/metrics.py``):
 
 - NSD, representational bias: the normalised standard deviation of the group distribution.
 - NMI and NPMI, stereotypical bias: the normalised (pointwise) mutual information between
-  demographic group and class, with the normalisations of Bouma (2009), "Normalized (pointwise)
+  demographic group and class, with the normalisations of Bouma (2009) [Bouma2009], "Normalized (pointwise)
   mutual information in collocation extraction".
 - ID and OD, model bias: per-class recall disparity across groups relative to the best group.
 
@@ -94,7 +94,7 @@ def _joint(contingency: ArrayLike) -> np.ndarray:
 def nmi(contingency: ArrayLike) -> float:
     """Normalised mutual information between demographic group and class (stereotypical bias).
 
-    Seed 003, eq. 6, after Bouma (2009): the mutual information divided by the *joint* entropy,
+    Seed 003, eq. 6, after Bouma (2009) [Bouma2009]: the mutual information divided by the *joint* entropy,
     ``NMI = I(A; Y) / H(A, Y) = -sum p(a,y) ln(p(a)p(y)/p(a,y)) / -sum p(a,y) ln p(a,y)``.
     Note this is not scikit-learn's ``normalized_mutual_info_score`` (which divides by a mean of
     the marginal entropies); it is 0 for independence and 1 when group and class determine each
@@ -141,7 +141,7 @@ def nmi(contingency: ArrayLike) -> float:
 def npmi(contingency: ArrayLike) -> np.ndarray:
     """Normalised pointwise mutual information per (group, class) (seed 003, eq. 5).
 
-    ``NPMI(a, y) = ln(p(a, y) / (p(a) p(y))) / -ln p(a, y)`` (Bouma 2009). 1 means the group only
+    ``NPMI(a, y) = ln(p(a, y) / (p(a) p(y))) / -ln p(a, y)`` (Bouma 2009) [Bouma2009]. 1 means the group only
     occurs with the class (over-representation), 0 independence, -1 never together
     (under-representation).
 

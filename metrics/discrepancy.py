@@ -1,6 +1,6 @@
 """Fairness discrepancy of an attribute distribution against uniform (seed 002) and CLEAM.
 
-Seed 002 is Teo and Cheung, "Measuring Fairness in Generative Models" (ICML 2021 workshop,
+Seed 002 is Teo and Cheung, "Measuring Fairness in Generative Models" (ICML 2021 workshop [Seed002],
 arXiv:2107.07754). The paper text in the seed omits the formulas; they are taken from the
 authors' published code (``Bearwithchris/CLEAM_code``, ``PseudoGAN/src/metrics.py``,
 function ``fairness_discrepancy``), where ``u = 1/k`` is the uniform reference:

@@ -1,13 +1,13 @@
 """Subgroup fairness of an embedding space (seed 001, finDML).
 
 Seed 001 is Dullerud et al., "Is Fairness Only Metric Deep? Evaluating and Addressing Subgroup
-Gaps in Deep Metric Learning" (ICLR 2022, code ``ndullerud/dml-fairness``). Per subgroup ``a`` of
+Gaps in Deep Metric Learning" (ICLR 2022 [Seed001], code ``ndullerud/dml-fairness``). Per subgroup ``a`` of
 a sensitive attribute it measures (supplement D.4):
 
 - recall@k (Jegou et al. 2011): queries are the points of ``a``; their neighbours are searched
   among *all* points (the query itself excluded); a query is a hit when at least one of its
   ``k`` nearest neighbours has the query's class label.
-- alignment (Wang and Isola 2020): mean ``||phi(x) - phi(x')||**alpha`` (``alpha = 2``) over
+- alignment (Wang and Isola 2020) [WangIsola2020]: mean ``||phi(x) - phi(x')||**alpha`` (``alpha = 2``) over
   positive pairs, i.e. ``x`` in ``a`` and ``x' != x`` of the same class, ``x'`` from any group
   (the seed's formula is not in the text; we apply the same "queries from the subgroup, partners
   from everyone" rule as recall@k).
@@ -16,7 +16,7 @@ a sensitive attribute it measures (supplement D.4):
   sum to one (``scipy.stats.entropy(uniform, s / s.sum())``, as in Roth et al.'s
   ``metrics/rho_spectrum.py``); lower means variance spread over more directions. We use all
   ``min(n, D)`` singular values of the uncentred matrix (Roth et al. use a truncated SVD).
-- cluster NMI (Manning et al. 2010): k-means with ``|Y|`` clusters run once on the *whole*
+- cluster NMI (Manning et al. 2008) [Manning2008]: k-means with ``|Y|`` clusters run once on the *whole*
   dataset (seeded), then ``sklearn.metrics.normalized_mutual_info_score`` between class labels
   and cluster labels restricted to the subgroup.
 
@@ -233,7 +233,7 @@ def alignment(
     alpha: float = 2.0,
     normalize: bool = True,
 ) -> SubgroupScores:
-    """Alignment (Wang and Isola 2020) overall and per subgroup; lower is better.
+    """Alignment (Wang and Isola 2020) [WangIsola2020] overall and per subgroup; lower is better.
 
     Mean of ``||phi(x) - phi(x')||**alpha`` over same-class pairs ``x != x'``, with anchors ``x``
     from the subgroup and partners ``x'`` from the whole dataset. A subgroup whose points have
@@ -368,7 +368,7 @@ def cluster_nmi(
     k-means (``n_clusters`` defaults to the number of classes) runs once on all points with
     ``random_state=seed``; per subgroup the cluster labels are restricted to its points and
     compared with scikit-learn's ``normalized_mutual_info_score`` (arithmetic normalisation,
-    Manning et al. 2010). scikit-learn returns 1.0 when both labelings are constant.
+    Manning et al. 2008) [Manning2008]. scikit-learn returns 1.0 when both labelings are constant.
 
     Parameters
     ----------

@@ -4,7 +4,7 @@
 """Disaggregated metrics by group and by intersections of groups, with honest edge cases.
 
 The semantics follow Fairlearn's ``MetricFrame`` (Weerts et al., "Fairlearn: Assessing and
-Improving Fairness of AI Systems", JMLR 2023; user guide "Assessment"): ``overall``,
+Improving Fairness of AI Systems", JMLR 2023 [Weerts2023]; user guide "Assessment"): ``overall``,
 ``by_group``, ``group_min``/``group_max``, ``difference`` and ``ratio`` with
 ``method="between_groups"`` or ``"to_overall"``. Several sensitive features give one group per
 combination of their values (all combinations, observed or not, as Fairlearn does).

@@ -1,9 +1,9 @@
 """Confidence intervals of proportions (pure NumPy/SciPy).
 
 A rate such as "near consensus on 62% of images" says little without its uncertainty: 18 of 29 images
-and 1,800 of 2,900 give the same 62%. The Wilson score interval (Wilson 1927) keeps good coverage for
+and 1,800 of 2,900 give the same 62%. The Wilson score interval (Wilson 1927) [Wilson1927] keeps good coverage for
 small ``n`` and for proportions near 0 or 1, where the textbook Wald interval ``p +- z sqrt(p(1-p)/n)``
-collapses to zero width or leaves [0, 1] (Brown, Cai and DasGupta 2001, "Interval Estimation for a
+collapses to zero width or leaves [0, 1] (Brown, Cai and DasGupta 2001 [CaiDasGupta2001], "Interval Estimation for a
 Binomial Proportion"). It equals ``statsmodels.stats.proportion.proportion_confint(k, n,
 method="wilson")``.
 """
@@ -51,7 +51,7 @@ def wilson_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float, fl
 
     Examples
     --------
-    Newcombe (1998, "Two-sided confidence intervals for the single proportion: comparison of seven
+    Newcombe (1998 [Newcombe1998], "Two-sided confidence intervals for the single proportion: comparison of seven
     methods", Statistics in Medicine 17, table I, score method) gives 0.2553 to 0.3662 for 81 of 263 and
     0.0061 to 0.1718 for 1 of 29:
 
@@ -104,7 +104,7 @@ def wilson_interval_effective(p: float, n_effective: float, confidence: float = 
 
     For a proportion estimated from clustered data (pairs of labels on the same image, labels of the same
     image), the effective sample size is the number of independent trials that would give the same
-    variance: ``n_eff = p (1 - p) / var(p)`` (Kish 1965). Korn and Graubard (1998, "Confidence intervals for
+    variance: ``n_eff = p (1 - p) / var(p)`` (Kish 1965) [Kish1965]. Korn and Graubard (1998 [KornGraubard1998], "Confidence intervals for
     proportions with small expected number of positive counts estimated from survey data", Survey
     Methodology 24) plug it into an interval for a binomial proportion; this is the Wilson version, which
     keeps ``[0, 1]`` and is not degenerate at 0 or 1. ``n_effective`` need not be whole; with

@@ -24,7 +24,7 @@ class Project(models.Model):
     # Sanitised HTML (see labeling.services.projects.sanitize_instructions).
     instructions = models.TextField(blank=True)
     # The fixed order in which tones are shown, as a list of tone positions. It is
-    # recorded with every label: the display order changes agreement (Barrett et al. 2023).
+    # recorded with every label: the display order changes agreement (Barrett et al. 2023) [Barrett2023].
     tone_order = models.JSONField(default=list, blank=True)
     # Colorimetric baseline parameters (labeling.colorimetry), e.g. min_skin_fraction.
     baseline_parameters = models.JSONField(default=dict, blank=True)

@@ -43,7 +43,7 @@ BUILTIN_SCALES = {
     ),
     Scale.Kind.FITZPATRICK: (
         "Fitzpatrick I-VI",
-        "Fitzpatrick (1988) phototypes. Swatch colours are illustrative, not official.",
+        "Fitzpatrick (1988) [Fitzpatrick1988] phototypes. Swatch colours are illustrative, not official.",
         FITZPATRICK_TONES,
     ),
     Scale.Kind.FIVE_TONE: (

@@ -6,7 +6,7 @@ plain grid does better: cut each attribute into its bands (skin tone on the scal
 quantiles or by category, gender by group), and compare every cell with the rest of the data. The
 cells are tested together by the largest studentised cell-minus-rest difference, calibrated by the wild
 (cluster) bootstrap of :func:`metrics.unfairness.robust.contrast_max_t` (single-step max-t adjusted
-p-values, family-wise error over every tested cell: Westfall & Young 1993; cells as slices as in Slice
+p-values, family-wise error over every tested cell: Westfall & Young 1993 [WestfallYoung1993]; cells as slices as in Slice
 Finder, Chung et al. 2019). The test is one-sided (a cell whose error is *higher* than the rest's): that
 is the question, and errors are skewed to the right, which makes a cell mean's t-statistic heavy on the
 low side; the two-sided largest |t| over 25 cells of 40 images said "significant" 8-10% of the time on

@@ -12,12 +12,12 @@ Three tools, shared by every verdict of :mod:`metrics.unfairness`:
   contrasts (pairwise differences, a cell against the rest), each studentised with a cluster-robust
   standard error, and calibrated jointly by a **wild cluster bootstrap** of the largest |t| (Rademacher
   weights drawn once per cluster, residuals of the null "every group mean is equal";
-  Cameron, Gelbach & Miller 2008). The largest |t| gives single-step adjusted p-values
-  (Westfall & Young 1993: family-wise error rate over every contrast) and the critical value of
+  Cameron, Gelbach & Miller 2008) [CameronGelbachMiller2008]. The largest |t| gives single-step adjusted p-values
+  (Westfall & Young 1993 [WestfallYoung1993]: family-wise error rate over every contrast) and the critical value of
   simultaneous intervals. Without clusters every sample is its own cluster, which makes it a wild
   bootstrap robust to unequal variances (a group's standard error is then Welch's ``s / sqrt(n)``).
 * :func:`robust_slope`: the least-squares slope with the CR2 cluster-robust variance and Bell-McCaffrey
-  degrees of freedom (Bell & McCaffrey 2002; Pustejovsky & Tipton 2018). With one sample per cluster it
+  degrees of freedom (Bell & McCaffrey 2002 [BellMcCaffrey2002]; Pustejovsky & Tipton 2018) [PustejovskyTipton2018]. With one sample per cluster it
   is HC2 with Satterthwaite degrees of freedom, which kept the nominal rate under unequal variances
   where HC3 with ``n - 2`` degrees of freedom and plain OLS did not (``bench/sim_verdicts.py``).
 * :func:`cluster_permutations`: permutations that move whole clusters, for the tests of seed 000 that
@@ -57,9 +57,9 @@ _BLOCK_CELLS = 4_000_000
 def _weights(rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
     """Rademacher weights (+-1 with equal chances), one per cluster and resample.
 
-    Webb's six-point weights, often advised for few clusters, over-rejected here: 6.0% against 5.2% for
+    Webb's six-point [Webb2023] weights, often advised for few clusters, over-rejected here: 6.0% against 5.2% for
     Rademacher on the same 1,400 clustered null grids (25 cells of 5 to 15 people each); Cameron,
-    Gelbach & Miller (2008) use Rademacher. Groups of fewer than 5 people are not tested in the grid,
+    Gelbach & Miller (2008) [CameronGelbachMiller2008] use Rademacher. Groups of fewer than 5 people are not tested in the grid,
     where 2^G sign patterns would be too few.
     """
     return 2.0 * rng.integers(0, 2, size=shape) - 1.0
@@ -486,9 +486,9 @@ def robust_slope(
     """The slope of error on an attribute, tested with CR2 and Bell-McCaffrey degrees of freedom.
 
     ``V = (X'X)^-1 sum_c X_c' A_c e_c e_c' A_c X_c (X'X)^-1`` with ``A_c = (I - H_cc)^(-1/2)``
-    (Bell & McCaffrey 2002); the t reference has Satterthwaite degrees of freedom under working
+    (Bell & McCaffrey 2002) [BellMcCaffrey2002]; the t reference has Satterthwaite degrees of freedom under working
     independence, ``nu = (sum_c ||q_c||^2)^2 / sum_(c,c') (q_c . q_c')^2`` with
-    ``q_c = (I - H) p_c`` and ``p_c`` the cluster's row of the estimator (Pustejovsky & Tipton 2018,
+    ``q_c = (I - H) p_c`` and ``p_c`` the cluster's row of the estimator (Pustejovsky & Tipton 2018 [PustejovskyTipton2018],
     section 3). With one sample per cluster this is HC2 with those degrees of freedom.
 
     Parameters

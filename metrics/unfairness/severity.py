@@ -2,7 +2,7 @@
 
 Seed 000 judges a score against an error threshold (2 mm there): a gap "well below" it is not
 discernible in the outcome. :func:`disparity_level` turns that into a reading of the gap's confidence
-interval, as an equivalence test with a stated margin (Lakens 2017, "Equivalence tests"):
+interval, as an equivalence test with a stated margin (Lakens 2017 [Lakens2017], "Equivalence tests"):
 
 * ``"negligible"``: the interval's upper bound is below half the threshold (the margin), so a gap of
   half the threshold or more is excluded;
