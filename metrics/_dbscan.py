@@ -1,4 +1,4 @@
-"""Exact, fast DBSCAN labels for many ``eps`` values on the same 2-D points.
+"""Exact, fast DBSCAN [Ester1996] labels for many ``eps`` values on the same 2-D points.
 
 Private helper of :func:`metrics.unfairness.intersectional_unfairness`.
 

@@ -6,7 +6,7 @@ from .projects import Membership, Project
 
 
 class Phase(models.Model):
-    """One of a project's four sequential phases (seed 000)."""
+    """One of a project's four sequential phases (seed 000) [Seed000]."""
 
     class Kind(models.TextChoices):
         CALIBRATION_1 = "calibration_1", "Calibration 1"

@@ -4,7 +4,7 @@ from django.db import transaction
 
 from ..models import Scale, Tone
 
-# Official Monk Skin Tone swatches (published by Google; DOMAIN.md section 3).
+# Official Monk Skin Tone swatches (published by Google; DOMAIN.md section 3) [Monk2019].
 MONK_TONES = [
     ("1", "MST 1", "#f6ede4"),
     ("2", "MST 2", "#f3e7db"),

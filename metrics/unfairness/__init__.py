@@ -1,4 +1,4 @@
-"""The four unfairness scores of seed 000 on a per-sample model error.
+"""The four unfairness scores of seed 000 [Seed000] on a per-sample model error.
 
 The error is one number per sample where larger is worse (e.g. the mean deviation
 between predicted and true silhouette boundaries, in mm). Seed 000 defines:

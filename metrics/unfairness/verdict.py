@@ -2,7 +2,7 @@
 
 Two questions, two answers. **Disparity**: do bands or groups fare differently? Its significance comes
 from robust tests (for a continuous attribute: the cluster-robust trend test and the band-gap test,
-Holm-adjusted over the two, so "significant" keeps its nominal rate; for a categorical one: the
+Holm-adjusted [Holm1979] over the two, so "significant" keeps its nominal rate; for a categorical one: the
 pairwise group-gap test), and its level from the largest gap's interval (:func:`metrics.unfairness.
 severity.disparity_level`): "negligible" only when a gap of half the threshold is excluded. **Performance**
 (how poor the model is for a band or group, judged against the threshold by that group's interval) is

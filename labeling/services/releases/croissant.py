@@ -1,6 +1,6 @@
 """The release's machine-readable descriptions: ``croissant.json`` and the imagefolder's ``README.md``.
 
-- :func:`croissant_jsonld` / :func:`croissant_write`: MLCommons Croissant 1.0 JSON-LD with the Responsible AI
+- :func:`croissant_jsonld` / :func:`croissant_write`: MLCommons Croissant 1.0 [Croissant2024] JSON-LD with the Responsible AI
   vocabulary (``rai:``, http://mlcommons.org/croissant/RAI/). ``distribution``: one ``cr:FileObject`` per
   release file (``contentUrl`` relative to the release folder, ``sha256`` the manifest's), except
   ``manifest.json`` (written after, it lists this file's checksum) and ``croissant.json`` itself; the
