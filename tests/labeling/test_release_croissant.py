@@ -83,7 +83,11 @@ def test_croissant_lists_every_file_with_the_manifest_checksum_and_the_rai_field
     objects = {node["@id"]: node for node in doc["distribution"] if node["@type"] == "cr:FileObject"}
     file_sets = [node for node in doc["distribution"] if node["@type"] == "cr:FileSet"]
     photos = {p for p in manifest if p.startswith("imagefolder/") and p.endswith((".png", ".jpg"))}
-    assert len(photos) == 8 and [s["includes"] for s in file_sets] == ["imagefolder/*.png"]
+    assert len(photos) == 8
+    # The evaluation set's photos and, apart, the one the release rule leaves out (its own split).
+    assert [s["includes"] for s in file_sets] == ["imagefolder/*.png", "imagefolder/excluded/*.png"]
+    assert "The 7 photos of imagefolder/ " in file_sets[0]["description"]
+    assert "The 1 photos of imagefolder/excluded/ (the images" in file_sets[1]["description"]
     # Every other file but the manifest (written after, it lists this one) and croissant.json itself.
     assert set(objects) == set(manifest) - photos - {"manifest.json", "croissant.json"}
     assert {"images.parquet", "labels.csv", "data_card.md", "imagefolder/README.md"} <= set(objects)
@@ -157,21 +161,30 @@ def test_imagefolder_readme_is_a_hub_dataset_card_that_loads_and_says_how_to_fil
     header = yaml.safe_load(text.split("---\n", 2)[1])
     assert header["license"] == "cc-by-4.0"
     assert header["task_categories"] == ["image-classification"]
-    (config,) = header["configs"]
+    config, excluded = header["configs"]
     assert config["config_name"] == "default"
     assert config["data_files"] == [{"split": "test", "path": ["*.png", "metadata.jsonl"]}]
-    assert 'dataset.filter(lambda row: not row["excluded"])' in text
-    assert "1 image(s) have `excluded` true" in text and "no_baseline 1" in text
+    assert excluded == {
+        "config_name": "excluded",
+        "data_files": [{"split": "test", "path": ["excluded/*.png", "excluded/metadata.jsonl"]}],
+    }
+    assert 'evaluation = load_dataset("path/to/imagefolder", split="test")' in text
+    assert "The 1 image(s) the release rule leaves out" in text and "no_baseline 1" in text
     assert "GDPR Art. 9" in text
 
-    # Loaded from the folder alone, as a Hub would: the README's config (split "test"), every image.
+    # Loaded from the folder alone, as a Hub would: the README's default config is the evaluation set with
+    # nothing to filter; the excluded image is in its own config.
     dataset = datasets.load_dataset(str(folder), cache_dir=str(tmp_path / "hf-cache"))
     assert list(dataset) == ["test"]
-    rows = dataset["test"]
-    assert rows.num_rows == 8 and sum(rows["excluded"]) == 1
-    evaluation = rows.filter(lambda row: not row["excluded"])
-    assert evaluation.num_rows == released.summary["included"] == 7
-    assert sorted(p.name for p in folder.iterdir() if not p.name.endswith(".png")) == ["README.md", "metadata.jsonl"]
+    evaluation = dataset["test"]
+    left_out = datasets.load_dataset(str(folder), "excluded", split="test", cache_dir=str(tmp_path / "hf-cache"))
+    assert evaluation.num_rows == released.summary["included"] == 7 and not any(evaluation["excluded"])
+    assert left_out.num_rows == 1 and all(left_out["excluded"]) and left_out["excluded_reason"] == ["no_baseline"]
+    assert sorted(p.name for p in folder.iterdir() if not p.name.endswith(".png")) == [
+        "README.md",
+        "excluded",
+        "metadata.jsonl",
+    ]
 
 
 @pytest.mark.parametrize(

@@ -361,7 +361,13 @@ def test_release_files_match_the_database(study, lead, media):
     assert manifest["release"]["version"] == 1 and manifest["release"]["counts"] == release.summary
     for path, info in manifest["files"].items():
         assert (root / path).is_file() and info["bytes"] == (root / path).stat().st_size
-    assert len([p for p in manifest["files"] if p.startswith("imagefolder/")]) == len(images) + 2  # + metadata, README
+    # + metadata and README; the excluded images in their own split, with its own metadata.
+    n_excluded = release.summary["excluded"]
+    folder_files = [p for p in manifest["files"] if p.startswith("imagefolder/")]
+    assert len(folder_files) == len(images) + 2 + (1 if n_excluded else 0)
+    assert len([p for p in folder_files if p.startswith("imagefolder/excluded/")]) == n_excluded + (
+        1 if n_excluded else 0
+    )
     assert {"data_card.md", "data_card.html", "data_card.json", "croissant.json"} <= set(manifest["files"])
     archive = svc.release_zip_path(release)
     assert archive.name == f"fairtone-{project.name.lower().replace(' ', '-')}-v1.zip"

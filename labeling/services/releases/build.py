@@ -32,7 +32,7 @@ from ..heartbeat import JobBeat
 from .bundle import ImagefolderWriter, TableWriter, file_info, manifest_write, zip_write
 from .card import card_render
 from .card_facts import card_facts, card_project_facts
-from .croissant import croissant_write, imagefolder_readme_write
+from .croissant import EXCLUDED_SPLIT, croissant_write, imagefolder_readme_write
 from .diff import ImageRow, release_image_rows, rows_diff
 from .finalise import context_load, release_chunks
 from .memory import build_memory, memory_release
@@ -158,6 +158,9 @@ def release_write(
     project_facts = card_project_facts(project, phases)
     beat()
     folder = ImagefolderWriter(out_dir / "imagefolder") if rule.get("with_images") else None
+    # Excluded images go to their own split (imagefolder/excluded/, opened at the first one): the default
+    # split, "test", is the evaluation set as it is, with nothing to filter out.
+    excluded_folder: ImagefolderWriter | None = None
     try:
         with (
             TableWriter(out_dir, "images", schema) as image_writer,
@@ -180,8 +183,15 @@ def release_write(
                     tone_counts[int(tone)] = tone_counts.get(int(tone), 0) + int(n)
                 if folder is not None:
                     originals = _original_bytes(chunk.image_ids.tolist())
-                    for row in table.to_pylist():
-                        folder.add(str(row["image_id"]), originals[row["image_id"]], row)
+                    for row, left_out in zip(table.to_pylist(), excluded.tolist(), strict=True):
+                        target = folder
+                        if left_out:
+                            if excluded_folder is None:
+                                excluded_folder = ImagefolderWriter(
+                                    out_dir / "imagefolder" / EXCLUDED_SPLIT, prefix=f"imagefolder/{EXCLUDED_SPLIT}"
+                                )
+                            target = excluded_folder
+                        target.add(str(row["image_id"]), originals[row["image_id"]], row)
                         beat()
                 n_images += len(chunk.images)
                 n_counted += int(chunk.counted.sum())
@@ -196,10 +206,14 @@ def release_write(
         beat()
         if folder is not None:
             files.update(folder.close())
+            if excluded_folder is not None:
+                files.update(excluded_folder.close())
             beat()
     except BaseException:
         if folder is not None:
             folder.abort()
+        if excluded_folder is not None:
+            excluded_folder.abort()
         raise
     labelers = tally.table(project, pseudonyms)
     del tally

@@ -548,9 +548,10 @@ class ImagefolderWriter:
     everything written removed if the block raised.
     """
 
-    def __init__(self, out_dir: Path):
+    def __init__(self, out_dir: Path, prefix: str | None = None):
         self.out_dir = Path(out_dir)
-        self.prefix = self.out_dir.name
+        #: Paths of the file infos start with this (the folder's path relative to the release root).
+        self.prefix = prefix or self.out_dir.name
         self.rows = 0
         self._keys: tuple[str, ...] | None = None
         self._images: dict[str, dict] = {}
@@ -636,7 +637,7 @@ class ImagefolderWriter:
             pass
         _unlink_quietly(self.metadata_path)
         for relative in self._images:
-            _unlink_quietly(self.out_dir / relative.split("/", 1)[1])
+            _unlink_quietly(self.out_dir / relative[len(self.prefix) + 1 :])
 
 
 # --------------------------------------------------------------------------- manifest and zip

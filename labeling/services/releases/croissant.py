@@ -10,8 +10,8 @@
   data card's meanings. The RAI properties are filled from the data card's facts (``card_facts``) and the
   labelers table; ``rai:annotatorDemographics`` only from the profiles labelers agreed to share.
 - :func:`imagefolder_readme`: the Hugging Face dataset card (YAML header: licence, task, configs with
-  data_files) that lets ``imagefolder/`` be pushed to a Hub as it is, and says how excluded images are
-  handled (they stay in the folder, marked by ``excluded``) and how to filter them.
+  data_files) that lets ``imagefolder/`` be pushed to a Hub as it is: the split ``test`` is the evaluation
+  set, the images the release rule leaves out are in their own configuration (``excluded/``), and it says so.
 
 Deterministic: the same facts and files give the same bytes (no clock; dates from the release's own
 ``created_at``).
@@ -82,6 +82,9 @@ ENCODING_FORMATS = {
     "jpg": "image/jpeg",
 }
 IMAGE_EXTENSIONS = ("jpg", "png")
+
+#: The imagefolder's split (and subfolder) of the images the release rule leaves out of the evaluation set.
+EXCLUDED_SPLIT = "excluded"
 #: The tables described as record sets: (name, key column, what one record is).
 RECORD_SETS = (
     (
@@ -190,11 +193,12 @@ def _record_set(name: str, key: str, description: str, schema: pa.Schema, meanin
 
 def _distribution(files: dict[str, dict]) -> list[dict]:
     nodes = []
-    image_extensions = set()
+    image_sets: dict[tuple[str, str], int] = {}  # (folder, extension) -> photos
     for path, info in sorted(files.items()):
         extension = path.rsplit(".", 1)[-1].lower() if "." in path else ""
         if path.startswith("imagefolder/") and extension in IMAGE_EXTENSIONS:
-            image_extensions.add(extension)
+            key = (path.rsplit("/", 1)[0], extension)
+            image_sets[key] = image_sets.get(key, 0) + 1
             continue
         node = {
             "@type": "cr:FileObject",
@@ -208,17 +212,18 @@ def _distribution(files: dict[str, dict]) -> list[dict]:
         if "rows" in info:
             node["description"] = f"{info['rows']} rows."
         nodes.append(node)
-    for extension in sorted(image_extensions):
-        n = sum(1 for path in files if path.startswith("imagefolder/") and path.lower().endswith(f".{extension}"))
+    for (folder, extension), n in sorted(image_sets.items()):
+        name = folder.replace("/", "-") + f"-{extension}"
+        which = " (the images the release rule leaves out of the evaluation set)" if folder != "imagefolder" else ""
         nodes.append(
             {
                 "@type": "cr:FileSet",
-                "@id": f"imagefolder-{extension}",
-                "name": f"imagefolder-{extension}",
-                "description": f"The {n} photos of imagefolder/ stored as .{extension}, without their metadata, "
-                "named <image_id>.<extension>; each one's SHA-256 is in manifest.json.",
+                "@id": name,
+                "name": name,
+                "description": f"The {n} photos of {folder}/{which} stored as .{extension}, without their "
+                "metadata, named <image_id>.<extension>; each one's SHA-256 is in manifest.json.",
                 "encodingFormat": ENCODING_FORMATS[extension],
-                "includes": f"imagefolder/*.{extension}",
+                "includes": f"{folder}/*.{extension}",
             }
         )
     return nodes
@@ -516,13 +521,28 @@ def imagefolder_readme(facts: dict[str, Any], files: dict[str, dict], summary: d
     n_excluded = int(summary.get("excluded") or 0)
     licence = card.get("licence", "")
     ids = licence_ids(licence)
-    extensions = sorted(
-        {
-            path.rsplit(".", 1)[-1]
-            for path in files
-            if path.startswith("imagefolder/") and path.endswith(IMAGE_EXTENSIONS)
-        }
-    )
+
+    def extensions_in(folder: str) -> list[str]:
+        return sorted(
+            {
+                path.rsplit(".", 1)[-1]
+                for path in files
+                if path.rsplit("/", 1)[0] == folder and path.endswith(IMAGE_EXTENSIONS)
+            }
+        )
+
+    extensions = extensions_in("imagefolder")
+    excluded_extensions = extensions_in(f"imagefolder/{EXCLUDED_SPLIT}")
+    # Its own config, not a second split of the default one: datasets infers the features of each metadata
+    # file and refuses splits whose features differ (an excluded image without a baseline has null columns).
+    excluded_config = [
+        f"- config_name: {EXCLUDED_SPLIT}",
+        "  data_files:",
+        "  - split: test",
+        "    path:",
+        *(f"    - {_yaml(f'{EXCLUDED_SPLIT}/*.{extension}')}" for extension in excluded_extensions),
+        f"    - {EXCLUDED_SPLIT}/metadata.jsonl",
+    ]
     title = f"{release.get('project')}: FairTone release {release.get('version')}"
     header = ["---", f"pretty_name: {_yaml(title)}"]
     if ids:
@@ -545,6 +565,7 @@ def imagefolder_readme(facts: dict[str, Any], files: dict[str, dict], summary: d
         "    path:",
         *(f"    - {_yaml(f'*.{extension}')}" for extension in extensions),
         "    - metadata.jsonl",
+        *(excluded_config if excluded_extensions else []),
         "---",
     ]
     by_reason = [f"{name} {n}" for name, n in sorted((summary.get("excluded_by_reason") or {}).items()) if n]
@@ -563,25 +584,42 @@ def imagefolder_readme(facts: dict[str, Any], files: dict[str, dict], summary: d
         "This folder is a Hugging Face `imagefolder`: the photos, named `<image_id>.<extension>`, and "
         "`metadata.jsonl`, one row per photo with `file_name` and every column of the release's images table "
         "(final tone, consensus, colorimetric baselines, subject attributes). It can be pushed to a Hub as it is, "
-        'or loaded with `datasets.load_dataset("path/to/imagefolder")` (one split, `test`). The labels of each '
+        'or loaded with `datasets.load_dataset("path/to/imagefolder")`: the split `test` is the evaluation set'
+        + (f"; the configuration `{EXCLUDED_SPLIT}` holds the images left out of it." if excluded_extensions else ".")
+        + " The labels of each "
         "labeler, the labelers, the data card (`data_card.md`), `croissant.json` (Croissant metadata with its "
         "Responsible AI fields) and `manifest.json` (every file's SHA-256) are in the folder above.",
         "",
         "## Excluded images",
         "",
-        f"The folder holds every image of the release, included and excluded alike: {n_excluded} image(s) have "
-        "`excluded` true, because the release rule leaves them out of the evaluation set; `excluded_reason` says "
-        "why (readiness categories separated by `;`) and `lead_exclusion_reason` gives a lead's own reason."
-        + (f" Excluded by category: {', '.join(by_reason)} (an image can count under several)." if by_reason else ""),
+        *(
+            [
+                f"The split `test` (this folder) is the evaluation set: {n_images - n_excluded} image(s), none of "
+                f"them excluded. The {n_excluded} image(s) the release rule leaves out of the evaluation set are "
+                f"apart, in the configuration `{EXCLUDED_SPLIT}` (the folder `{EXCLUDED_SPLIT}/`), with `excluded` true; "
+                "`excluded_reason` says why (readiness categories separated by `;`) and `lead_exclusion_reason` "
+                "gives a lead's own reason."
+                + (
+                    f" Excluded by category: {', '.join(by_reason)} (an image can count under several)."
+                    if by_reason
+                    else ""
+                ),
+                "",
+                "Compute metrics on the default configuration's split `test` only:",
+                "",
+                "```python",
+                "from datasets import load_dataset",
+                "",
+                'evaluation = load_dataset("path/to/imagefolder", split="test")',
+                f'left_out = load_dataset("path/to/imagefolder", "{EXCLUDED_SPLIT}", split="test")  # excluded_reason',
+                "```",
+            ]
+            if n_excluded
+            else [f"No image is excluded: the split `test` holds all {n_images} image(s) of the release."]
+        ),
         "",
-        "Keep only the evaluation set before computing any metric:",
-        "",
-        "```python",
-        "from datasets import load_dataset",
-        "",
-        'dataset = load_dataset("path/to/imagefolder", split="test")',
-        'evaluation = dataset.filter(lambda row: not row["excluded"])',
-        "```",
+        "The tables one folder up (`images.parquet`, `images.csv`) hold every image, included and excluded: "
+        'there, keep the rows where `excluded` is false (`images[~images["excluded"]]`).',
         "",
         "## Uses",
         "",
