@@ -86,6 +86,9 @@ DATABASES = {
     "default": dj_database_url.config(
         default=f"sqlite:///{BASE_DIR / 'var' / 'fairtone.sqlite3'}",
         conn_max_age=int(os.environ.get("DATABASE_CONN_MAX_AGE", "60")),
+        # A pooled connection is checked before each request reuses it: after a PostgreSQL restart the first
+        # request gets a new connection instead of a 503 from the stale one (issue 26).
+        conn_health_checks=True,
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
