@@ -1,5 +1,16 @@
+import unicodedata
+
 from django.conf import settings
 from django.db import models
+
+
+def username_fold(username) -> str:
+    """A username as people read it: Unicode NFKC (as Django normalises usernames before authenticating:
+    fullwidth letters become ASCII), stripped and case-folded. Two usernames with the same fold are the same
+    name to a person; new accounts may not collide with an existing one (``services.projects``) and the
+    password brake keys unknown names by it (``labeling.signin``)."""
+    text = username if isinstance(username, str) else ""
+    return unicodedata.normalize("NFKC", text).strip().casefold()
 
 
 class SigninFailure(models.Model):
@@ -10,7 +21,7 @@ class SigninFailure(models.Model):
     guesses. Kept in the database, not the cache, so the brake holds while Redis is down.
     """
 
-    # Normalised (``labeling.signin.username_key``): stripped, lower case.
+    # ``labeling.signin.username_key``: ``#<user id>`` for an existing account, else the name's fold.
     username = models.CharField(max_length=150, unique=True)
     failures = models.PositiveIntegerField(default=0)
     window_started_at = models.DateTimeField()

@@ -1,6 +1,7 @@
 """Projects, memberships and labelers."""
 
 import re
+import unicodedata
 
 import nh3
 from django.contrib.auth import get_user_model
@@ -8,6 +9,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from ..models import Membership, Phase, Project, Scale
+from ..models.accounts import username_fold
 from .audit import audit
 from .scales import scales_ensure_builtin
 
@@ -186,6 +188,17 @@ def membership_add(
     return membership
 
 
+def username_collision(username: str) -> str | None:
+    """An existing username that is not ``username`` but reads the same (same ``username_fold``: it differs
+    only in case or character width, e.g. ``LABA1`` beside ``labA1``), or None."""
+    name = unicodedata.normalize("NFKC", username).strip()
+    fold = username_fold(name)
+    for existing in get_user_model().objects.filter(username__iexact=name).values_list("username", flat=True):
+        if existing != name and username_fold(existing) == fold:
+            return existing
+    return None
+
+
 @transaction.atomic
 def labeler_create(
     *,
@@ -207,8 +220,17 @@ def labeler_create(
     username = username.strip()
     if not re.fullmatch(r"[\w.@+-]{1,150}", username):
         raise ValidationError({"username": "Use 1-150 letters, digits and @ . + - _ only."})
+    username = unicodedata.normalize("NFKC", username)  # as Django stores and authenticates it
     if User.objects.filter(username=username).exists():
         raise ValidationError({"username": f"The username {username!r} is taken."})
+    close = username_collision(username)
+    if close is not None:
+        raise ValidationError(
+            {
+                "username": f"The username {username!r} differs from the existing {close!r} only in case or "
+                "character width: people would confuse them. Choose another, or add the existing account."
+            }
+        )
     if len(password or "") < 8:
         raise ValidationError({"password": "Use at least 8 characters."})
     email = email_clean(email)

@@ -10,7 +10,7 @@ from django.core import mail
 from django.test import Client
 
 from labeling.models import Membership, SigninFailure
-from labeling.signin import MAX_FAILURES
+from labeling.signin import MAX_FAILURES, username_key
 from tests.factories import MembershipFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -165,7 +165,7 @@ def test_changing_the_address_needs_the_current_password_and_counts_against_the_
     client.force_login(person)
     r = client.post("/account/", {"email": "thief@example.org", "password": "wrong-guess"}, REMOTE_ADDR="198.51.100.1")
     assert r.status_code == 200 and "That is not your current password." in r.content.decode()
-    assert SigninFailure.objects.get(username="person").failures == 1
+    assert SigninFailure.objects.get(username=username_key("person")).failures == 1
     r = client.post("/account/", {"email": "not-an-address", "password": PASSWORD}, REMOTE_ADDR="198.51.100.2")
     assert r.status_code == 200 and "name@example.org" in r.content.decode()
     for i in range(MAX_FAILURES):
