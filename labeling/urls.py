@@ -51,7 +51,7 @@ urlpatterns = [
     path("projects/<int:pk>/calibration/", lead.project_calibration, name="project-calibration"),
     path("images/<int:pk>/", lead.image_detail, name="image-detail"),
     # Erasure on request: a subject and everything of them (leads; confirmation page)
-    path("projects/<int:pk>/subjects/<str:external_id>/erase/", erasure.subject_erase_page, name="subject-erase"),
+    path("projects/<int:pk>/subjects/<path:external_id>/erase/", erasure.subject_erase_page, name="subject-erase"),
     path("images/<int:pk>/file/<str:kind>/", media.image_file, name="image-file"),
     # Phases: the lead's pages, and the labeler's
     path("phases/<int:pk>/", lead.phase_detail, name="phase-detail"),

@@ -80,7 +80,7 @@ urlpatterns = [
     ),
     # Erasure on request of one subject (leads): answers the erasure's record.
     path(
-        "projects/<int:project_pk>/subjects/<str:external_id>/erase/",
+        "projects/<int:project_pk>/subjects/<path:external_id>/erase/",
         SubjectEraseView.as_view(),
         name="subject-erase-api",
     ),

@@ -48,6 +48,7 @@ from ..models import (
 )
 from . import queue
 from .audit import audit
+from .cache_purge import project_caches_purge
 from .project_lifecycle import project_refuse_if_archived
 from .releases.storage import release_file_path
 
@@ -210,6 +211,8 @@ def subject_erase(*, project: Project, external_id: str, user, confirm: str, rea
         audit(project, "subject.erase", record, user=user, subject=external_id, releases=versions, **counts)
         queue.precompute_schedule_on_commit(project.pk)
         transaction.on_commit(lambda: _remove_files(names))
+        # The lead's cached pages held this subject's rows: gone now, not when they expire (issue 26).
+        transaction.on_commit(project_caches_purge)
     logger.info("Subject erased from project %s by user %s: %s", project.pk, getattr(user, "pk", None), counts)
     return record
 

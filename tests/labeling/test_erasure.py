@@ -327,3 +327,57 @@ def test_the_confirmation_page_then_the_audit_log(world, lead, client):
     assert done.redirect_chain[-1][0] == f"/projects/{project.pk}/audit/"
     assert "subject.erase" in done.content.decode() and GONE in done.content.decode()
     assert client.get(f"/projects/{project.pk}/subjects/{GONE}/erase/").status_code == 404
+
+
+# --------------------------------------------------------------------------- issue 26: any id, no cached rows
+
+
+@pytest.mark.parametrize("external_id", ["site/B 01", "a/b/c", "x?y#z", "name with ünïcödé/%2F"])
+def test_a_subject_whose_id_holds_slashes_or_url_characters_is_shown_and_erased(
+    project, lead, client, client_for, external_id
+):
+    from django.urls import reverse
+
+    subject = Subject.objects.create(project=project, external_id=external_id)
+    images = [
+        image_create_from_bytes(
+            project=project, filename=f"s{k}.png", data=png_bytes(colour=(30 * k, 80, 60)), subject=subject
+        )
+        for k in (1, 2)
+    ]
+    client.force_login(lead)
+    detail = client.get(f"/images/{images[0].pk}/")
+    assert detail.status_code == 200  # was a 500: the erase link could not be built
+    url = reverse("subject-erase", args=[project.pk, external_id])
+    assert url in detail.content.decode().replace("&amp;", "&")
+    page = client.get(url)
+    assert page.status_code == 200 and "2 image(s)" in page.content.decode()
+    api_url = reverse("subject-erase-api", args=[project.pk, external_id])
+    answer = client_for(lead).post(api_url, {"confirm": external_id}, format="json")
+    assert answer.status_code == 200, answer.content
+    assert answer.json()["subject"] == external_id
+    assert not Subject.objects.filter(project=project, external_id=external_id).exists()
+    assert not Image.objects.filter(pk__in=[i.pk for i in images]).exists()
+
+
+def test_an_erasure_removes_the_cached_rows_of_every_lead_page(world, lead, django_capture_on_commit_callbacks):
+    from django.core.cache import cache
+
+    from labeling.services.cache_purge import PROJECT_DATA_PREFIXES
+    from labeling.services.releases import release_readiness_cached
+
+    project = world["project"]
+    # A real cached page (the release readiness) and an entry under every prefix, as the pages write them.
+    release_readiness_cached(project, compute=True)
+    planted = {f"{prefix}:{project.pk}:test": {"external_id": GONE} for prefix in PROJECT_DATA_PREFIXES}
+    cache.set_many(planted, 3600)
+    kept = {"consensus:v2:deleted:999": 3, "unrelated:key": "stays"}
+    cache.set_many(kept, 3600)
+    assert all(cache.get(key) is not None for key in planted)
+    with django_capture_on_commit_callbacks(execute=True):
+        erasure.subject_erase(project=project, external_id=GONE, user=lead, confirm=GONE)
+    assert [key for key in planted if cache.get(key) is not None] == []
+    assert cache.get_many(list(kept)) == kept
+    from labeling.services.cache_purge import project_caches_purge
+
+    assert project_caches_purge() == 0  # nothing of the prefixes is left to find
