@@ -246,7 +246,7 @@ class TableWriter:
             self.out_dir.mkdir(parents=True, exist_ok=True)
             if "csv" in self.formats:
                 self._text["csv"] = open(self.paths["csv"], "wb")  # closed in close / abort
-                header = ",".join(_csv_quote(field_name) for field_name in schema.names) + "\n"
+                header = ",".join(_csv_quote(neutralise_cell(field_name)) for field_name in schema.names) + "\n"
                 self._write_text("csv", header.encode("utf-8"))
             if "jsonl" in self.formats:
                 self._text["jsonl"] = open(self.paths["jsonl"], "wb")
