@@ -183,6 +183,12 @@ def load_table(path: Path, id_column: str) -> Any:
     return table
 
 
+def source_label(source: Any, role: str) -> str:
+    """How an input is named in messages: a file by its path (the command line's own), a table in memory by its
+    role ("the attributes table"): never a DataFrame's printout, nor a path the reader did not give."""
+    return str(source) if isinstance(source, str | Path) else f"the {role} table"
+
+
 def _join(options: ReportOptions) -> Any:
     attributes = load_table(options.attributes, options.on)
     # One table in memory for both (the web app's joined samples): read once, never joined with itself.
@@ -205,9 +211,11 @@ def _join(options: ReportOptions) -> Any:
         + list(options.groups)
         + list(options.labeler_columns)
     )
+    attributes_name = source_label(options.attributes, "attributes")
+    predictions_name = source_label(options.predictions, "predictions")
     for name, table, columns in (
-        (options.attributes, attributes, [options.on, *wanted_attributes]),
-        (options.predictions, predictions, [options.on, options.error]),
+        (attributes_name, attributes, [options.on, *wanted_attributes]),
+        (predictions_name, predictions, [options.on, options.error]),
     ):
         absent = [c for c in columns if c not in table.columns]
         if absent:
@@ -224,8 +232,8 @@ def _join(options: ReportOptions) -> Any:
         raise ReportInputError(problems)
 
     for name, table in (
-        (options.attributes, attributes),
-        (options.predictions, predictions),
+        (attributes_name, attributes),
+        (predictions_name, predictions),
     ):
         ids = table[options.on]
         if ids.isna().any():
@@ -251,13 +259,13 @@ def _join(options: ReportOptions) -> Any:
     if (only_pred or only_attr) and not options.allow_unmatched:
         if only_pred:
             problems.append(
-                f"{len(only_pred)} id(s) in {options.predictions} are not in "
-                f"{options.attributes}, e.g. {', '.join(only_pred[:_MAX_EXAMPLES])}"
+                f"{len(only_pred)} id(s) in {predictions_name} are not in "
+                f"{attributes_name}, e.g. {', '.join(only_pred[:_MAX_EXAMPLES])}"
             )
         if only_attr:
             problems.append(
-                f"{len(only_attr)} id(s) in {options.attributes} are not in "
-                f"{options.predictions}, e.g. {', '.join(only_attr[:_MAX_EXAMPLES])} "
+                f"{len(only_attr)} id(s) in {attributes_name} are not in "
+                f"{predictions_name}, e.g. {', '.join(only_attr[:_MAX_EXAMPLES])} "
                 "(use --allow-unmatched to score the ids present in both)"
             )
         raise ReportInputError(problems)

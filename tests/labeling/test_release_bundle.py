@@ -643,9 +643,9 @@ def test_bundle_imports_no_django():
 
 def test_a_column_name_a_spreadsheet_would_run_is_neutralised_in_the_csv_header(tmp_path):
     # A manifest column named "=cmd" (issue 26): its cells were neutralised, its header was not.
-    schema = pa.schema([("image_id", pa.int64()), ("=HYPERLINK(\"http://x\")", pa.string()), ("@sum", pa.string())])
+    schema = pa.schema([("image_id", pa.int64()), ('=HYPERLINK("http://x")', pa.string()), ("@sum", pa.string())])
     with TableWriter(tmp_path, "images", schema) as writer:
-        writer.write(pa.table({"image_id": [1], "=HYPERLINK(\"http://x\")": ["=1+1"], "@sum": ["ok"]}, schema=schema))
+        writer.write(pa.table({"image_id": [1], '=HYPERLINK("http://x")': ["=1+1"], "@sum": ["ok"]}, schema=schema))
     header, row = (tmp_path / "images.csv").read_text().splitlines()
     assert header == 'image_id,"\'=HYPERLINK(""http://x"")",\'@sum'
     assert row == "1,'=1+1,ok"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -422,7 +423,17 @@ def _job_step(run: EvaluationRun, done: int, message: str) -> None:
     JobBeat(run.job_id)(done=done, message=message)
 
 
+#: An absolute file path in a message (a server's temporary or media folder): never shown to a user.
+_PATH = re.compile(r"(?<![\w.:/])/(?:[^\s/'\"]+/)+[^\s'\":;,)]*")
+
+
+def without_paths(text: str) -> str:
+    """``text`` with every absolute path replaced by "<file>" (issue 26: evaluation errors showed temp paths)."""
+    return _PATH.sub("<file>", text)
+
+
 def evaluation_fail(run: EvaluationRun, error: str) -> None:
+    error = without_paths(error)
     now = timezone.now()
     EvaluationRun.objects.filter(pk=run.pk).update(status=EvaluationRun.Status.FAILED, error=error, finished_at=now)
     if run.job_id:
