@@ -149,6 +149,12 @@ MEDIA_URL = "/media-not-public/"
 # Upload limits. https://docs.djangoproject.com/en/5.2/ref/settings/#data-upload-max-memory-size
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+# Larger uploads wait on disk here while their request runs. A folder of the app's own, so that what a killed
+# process leaves behind can be found and removed (labeling.services.imports.upload_temp_sweep, issue 26).
+FILE_UPLOAD_TEMP_DIR = os.environ.get("FAIRTONE_UPLOAD_TEMP_DIR") or os.path.join(
+    __import__("tempfile").gettempdir(), "fairtone-uploads"
+)
+os.makedirs(FILE_UPLOAD_TEMP_DIR, exist_ok=True)
 DATA_UPLOAD_MAX_NUMBER_FILES = 1000
 FAIRTONE = {
     # A single image file larger than this is rejected.

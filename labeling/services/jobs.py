@@ -18,6 +18,8 @@ then
 Giving up leaves the job retryable: a baseline run records every image without a result as failed
 ("worker lost") so that its "retry failed images" reruns exactly those; a release is marked failed
 (nothing published) and can be started again; an evaluation run is marked failed with the reason. A task of a given-up job that arrives late does nothing.
+An import left "running" by a process that died is marked failed, and old temporary uploads are removed
+(``imports.stale``).
 """
 
 from __future__ import annotations
@@ -151,7 +153,12 @@ def jobs_sweep(*, now=None) -> dict[str, int]:
         How many pending tasks were sent, jobs re-sent and jobs given up.
     """
     now = now or timezone.now()
+    from .imports.stale import imports_sweep, upload_temp_sweep
+
     report = {"pending_sent": queue.pending_tasks_send(), "resent": 0, "abandoned": 0}
+    # Imports run in web requests: one whose process died is given up here, with its temporary upload.
+    report["imports_abandoned"] = imports_sweep(now=now)
+    report["uploads_removed"] = upload_temp_sweep()
     active = Job.objects.filter(status__in=[Job.Status.QUEUED, Job.Status.RUNNING])
     for job in active.select_related("project"):
         if job.kind == Job.Kind.DERIVATIVES:

@@ -159,3 +159,47 @@ def test_only_kinds_that_beat_are_given_up_on_a_stale_heartbeat(settings):
     assert job_services.job_silence_limit_seconds(Job.Kind.BASELINE) == job_services.job_deadline_seconds(
         Job.Kind.BASELINE
     )
+
+
+# --------------------------------------------------------------------------- issue 26: imports a process left
+
+
+def test_an_import_left_running_by_a_dead_process_is_given_up_with_its_job(project, lead):
+    from labeling.models import ImportBatch, Job
+    from labeling.services.imports.report import report_start
+    from labeling.services.imports.stale import IMPORT_STALE_SECONDS
+
+    report = report_start(project, ImportBatch.Kind.UPLOAD, "photos", lead)  # as an import request starts one
+    batch, job = report.batch, report.job
+    ImportBatch.objects.filter(pk=batch.pk).update(n_imported=3)
+    started = batch.created_at
+    # Within the hour it is left alone (a request may be importing).
+    assert job_services.jobs_sweep(now=started + timedelta(seconds=IMPORT_STALE_SECONDS - 60))["imports_abandoned"] == 0
+    assert ImportBatch.objects.get(pk=batch.pk).status == ImportBatch.Status.RUNNING
+    swept = job_services.jobs_sweep(now=started + timedelta(seconds=IMPORT_STALE_SECONDS + 60))
+    assert swept["imports_abandoned"] == 1
+    batch.refresh_from_db()
+    assert batch.status == ImportBatch.Status.FAILED and batch.finished_at is not None
+    assert "3 file(s) imported before it stopped" in batch.error and "skipped as duplicates" in batch.error
+    job.refresh_from_db()
+    assert job.status not in (Job.Status.QUEUED, Job.Status.RUNNING)
+    assert (
+        job_services.jobs_sweep(now=started + timedelta(seconds=IMPORT_STALE_SECONDS + 120))["imports_abandoned"] == 0
+    )
+
+
+def test_temporary_uploads_a_killed_request_left_are_removed(settings, tmp_path):
+    import os
+    import time as _time
+
+    from labeling.services.imports.stale import IMPORT_STALE_SECONDS, upload_temp_sweep
+
+    settings.FILE_UPLOAD_TEMP_DIR = str(tmp_path)
+    old, fresh = tmp_path / "tmpab12.upload.zip", tmp_path / "tmpcd34.upload.png"
+    old.write_bytes(b"x" * 100)
+    fresh.write_bytes(b"y")
+    past = _time.time() - IMPORT_STALE_SECONDS - 10
+    os.utime(old, (past, past))
+    assert job_services.jobs_sweep()["uploads_removed"] == 1
+    assert not old.exists() and fresh.exists()
+    assert upload_temp_sweep() == 0

@@ -24,6 +24,7 @@ from .report import (
 )
 from .rows import import_rows
 from .sources import ArchiveSource, FolderSource, check_archive, is_ignored, read_member
+from .stale import upload_temp_sweep
 
 
 def import_files(*, project: Project, files: Iterable[tuple[str, IO[bytes]]], user) -> ImportBatch:
@@ -49,6 +50,7 @@ def import_files(*, project: Project, files: Iterable[tuple[str, IO[bytes]]], us
     >>> batch.n_imported  # doctest: +SKIP
     1
     """
+    upload_temp_sweep()  # what killed requests left on this machine
     project_refuse_if_archived(project.pk)
     report = report_start(project, ImportBatch.Kind.UPLOAD, "browser upload", user)
 
@@ -103,6 +105,7 @@ def import_zip(*, project: Project, fileobj: IO[bytes], user, name: str = "archi
     >>> batch.status, batch.n_imported  # doctest: +SKIP
     ('done', 120)
     """
+    upload_temp_sweep()  # what killed requests left on this machine
     project_refuse_if_archived(project.pk)
     report = report_start(project, ImportBatch.Kind.ZIP, name, user)
 
