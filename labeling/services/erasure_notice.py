@@ -28,6 +28,7 @@ from pathlib import Path
 
 from ..models import Release
 from .erasure import erasure_notice, release_erasures
+from .markdown_text import escape_markdown_text
 
 #: The release files served with the notice block.
 CARD_FILES = ("data_card.md", "data_card.html")
@@ -62,7 +63,7 @@ def _intro(release: Release) -> str:
 
 def _card_block_markdown(release: Release, notices: list[str], url: str) -> str:
     lines = [BEGIN, f"> **{_intro(release)}**", ">"]
-    lines += [f"> - {n}" for n in notices]
+    lines += [f"> - {escape_markdown_text(n)}" for n in notices]
     lines += [">", "> " + _VERIFY.format(comments="", url=url), END]
     return "\n".join(lines) + "\n"
 
@@ -104,7 +105,7 @@ def card_strip(data: bytes) -> bytes:
 
 def notice_file(release: Release, notices: list[str], original_url: str) -> bytes:
     """``ERASURE_NOTICE.md``: the zip's extra file."""
-    lines = ["# Erasure notice", "", _intro(release), "", *(f"- {n}" for n in notices), ""]
+    lines = ["# Erasure notice", "", _intro(release), "", *(f"- {escape_markdown_text(n)}" for n in notices), ""]
     lines += [_VERIFY_ZIP.format(url=original_url), ""]
     return "\n".join(lines).encode("utf-8")
 

@@ -21,6 +21,7 @@ import json
 from typing import Any
 
 from ..consensus.numbers import MAX_INTERVAL_WIDTH
+from ..markdown_text import escape_markdown_text
 
 __all__ = ["PLOT_NAMES", "SECTIONS", "card_render"]
 
@@ -716,7 +717,10 @@ def _markdown(blocks: list[Block]) -> str:
             out.append(f"> **Note:** {_md(block[1])}")
         elif kind == "user":
             paragraphs = [p.strip() for p in str(block[1]).replace("\r\n", "\n").split("\n\n") if p.strip()]
-            lines = ["  \n".join(_md(line) for line in p.split("\n")) for p in paragraphs] or ["(not given)"]
+            # A lead's own words: the one rule for people's text in Markdown (services.markdown_text).
+            lines = ["  \n".join(escape_markdown_text(line) for line in p.split("\n")) for p in paragraphs] or [
+                "(not given)"
+            ]
             out.append("\n\n".join(lines))
         elif kind == "list":
             out.append("\n".join(f"- {_md(item)}" for item in block[1]))
