@@ -180,6 +180,58 @@ def _failure_line(failure: Failure) -> str:
 
 @pytest.mark.django_db
 def test_the_api_answers_as_its_schema_says(wsgi_app):
+    _schema_run(wsgi_app, POSITIVE, NEGATIVE, UNKNOWN_IDS)
+
+
+@pytest.mark.slow
+@pytest.mark.django_db
+def test_the_api_answers_as_its_schema_says_deep(wsgi_app, client):
+    """The slow tier (CI runs it, ``bin/test --fast`` skips it): four times the examples, and the inputs that
+    found 500s before (issue 26): ids of the wrong type in every path, and NUL in every query parameter and
+    body field of every operation."""
+    deep = EXAMPLES or 20
+    _schema_run(wsgi_app, deep, deep, max(deep // 4, 2), hostile=client)
+
+
+#: Path ids a client may send that are not ids: each must be a 404 from the URL resolver (was a 500).
+WRONG_IDS = ("abc", "1.5", "-1", "1e3", "0x1f", "%20", "%C3%A9", "9" * 30)
+
+
+def _hostile_requests(client, operation, fixed: dict, headers: dict, failures: dict, statuses: Counter) -> None:
+    """Ids of the wrong type in the path, and NUL in each query parameter and body field: never a 5xx; a
+    wrong id is a 404, a NUL a 400."""
+    method = operation.method.lower()
+    id_names = [name for name in fixed if name in ("id", "project_pk", "version", "item_id", "member_id")]
+    for name in id_names:
+        for bad in WRONG_IDS:
+            url = (
+                "/api" + operation.path.format(**{**fixed, name: bad})
+                if not operation.path.startswith("/api")
+                else operation.path.format(**{**fixed, name: bad})
+            )
+            response = getattr(client, method)(url, **headers)
+            statuses[response.status_code] += 1
+            if response.status_code != 404:
+                failures[(operation.label, "hostile")][f"{name}={bad!r}: {response.status_code}, not 404"] += 1
+    url = operation.path.format(**fixed)
+    url = url if url.startswith("/api") else "/api" + url
+    fields = [p.name for p in operation.query] or ["q"]
+    for field in fields:
+        response = getattr(client, method)(url + f"?{field}=a%00b", **headers)
+        statuses[response.status_code] += 1
+        if response.status_code != 400:
+            failures[(operation.label, "hostile")][f"NUL in query {field}: {response.status_code}, not 400"] += 1
+    if method in ("post", "put", "patch"):
+        schema = (operation.body[0].definition.get("schema") if len(operation.body) else None) or {}
+        names = list(schema.get("properties") or {}) or ["name"]
+        for name in names:
+            response = getattr(client, method)(url, {name: "a\x00b"}, content_type="application/json", **headers)
+            statuses[response.status_code] += 1
+            if response.status_code != 400:
+                failures[(operation.label, "hostile")][f"NUL in body {name}: {response.status_code}, not 400"] += 1
+
+
+def _schema_run(wsgi_app, positive: int, negative: int, unknown: int, hostile=None) -> None:
     from rest_framework.authtoken.models import Token
 
     started = time.monotonic()
@@ -236,11 +288,17 @@ def test_the_api_answers_as_its_schema_says(wsgi_app):
         fixed = path_parameters(operation.path, world)
         t0 = time.monotonic()
         for role in tokens:
-            run(operation, role, GenerationMode.POSITIVE, POSITIVE, fixed)
+            run(operation, role, GenerationMode.POSITIVE, positive, fixed)
             if len(operation.query) or len(operation.body):
-                run(operation, role, GenerationMode.NEGATIVE, NEGATIVE, fixed)
+                run(operation, role, GenerationMode.NEGATIVE, negative, fixed)
             if fixed:
-                run(operation, role, GenerationMode.POSITIVE, UNKNOWN_IDS, None)
+                run(operation, role, GenerationMode.POSITIVE, unknown, None)
+        if hostile is not None:
+            with transaction.atomic():
+                _hostile_requests(
+                    hostile, operation, fixed, {"HTTP_AUTHORIZATION": f"Token {tokens['lead']}"}, failures, statuses
+                )
+                transaction.set_rollback(True)
         timings[operation.label] = time.monotonic() - t0
 
     elapsed = time.monotonic() - started
