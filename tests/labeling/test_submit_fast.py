@@ -369,3 +369,23 @@ def test_the_statements_are_prepared_once_per_connection(phase, labelers, client
         cursor.execute("SELECT count(*) FROM pg_prepared_statements")
         assert cursor.fetchone()[0] == 0
     assert Label.objects.count() == 4
+
+
+def test_the_statement_is_seen_by_djangos_query_logging_and_wrappers(phase, labelers, client_for, fast_calls):
+    """Issue 24: the fast statement bypassed Django's query tracking; now query counts and monitoring see it."""
+    from django.test.utils import CaptureQueriesContext
+
+    api = client_for(labelers[0].user)
+    image = next_image(api, phase)
+    seen = []
+
+    def wrapper(execute, sql, params, many, context):
+        seen.append(sql)
+        return execute(sql, params, many, context)
+
+    with CaptureQueriesContext(connection) as queries, connection.execute_wrapper(wrapper):
+        r = api.post(url(phase), {"client_id": str(uuid.uuid4()), "image": image, "tones": [4]}, format="json")
+    assert r.status_code == 201 and len(fast_calls) == 1
+    logged = [q for q in queries.captured_queries if "fairtone fast submit: first" in q["sql"]]
+    assert len(logged) == 1 and "labeling_labelrevision" in logged[0]["sql"] and float(logged[0]["time"]) >= 0
+    assert any("labeling_labelrevision" in sql and "INSERT" in sql.upper() for sql in seen)
