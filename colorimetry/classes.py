@@ -128,7 +128,8 @@ def classify_ita(ita: float | None, classes: Sequence[tuple[float, str]] = ITA_C
     >>> classify_ita(50.32), classify_ita(-30.0)
     ('light', 'dark')
     """
-    return _lookup(ita, classes)
+    label: str | None = _lookup(ita, classes)
+    return label
 
 
 def fitzpatrick_from_ita(
@@ -164,7 +165,8 @@ def fitzpatrick_from_ita(
     4
     """
     bounds = mapping.lower_bounds if isinstance(mapping, FitzpatrickMapping) else mapping
-    return _lookup(ita, bounds)
+    found: int | None = _lookup(ita, bounds)
+    return found
 
 
 def _lookup(value: float | None, table: Sequence[tuple[float, Any]]) -> Any:

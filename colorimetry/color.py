@@ -117,7 +117,7 @@ def ita_degrees(L: Any, b: Any) -> Any:
 def _luminance(r: np.ndarray, g: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Relative luminance Y from linear sRGB channels (float32)."""
     m = _XYZ_FROM_RGB_F32[1]
-    return m[0] * r + m[1] * g + m[2] * b
+    return np.asarray(m[0] * r + m[1] * g + m[2] * b)
 
 
 def _lab_from_pixels(pixels: np.ndarray) -> np.ndarray:

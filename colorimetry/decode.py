@@ -253,7 +253,7 @@ def decode_image(
             try:
                 mask = _mask_array(mask_image, (array.shape[1], array.shape[0]), region)
             except _DECODE_ERRORS as exc:
-                raise ImageDecodeError(f"cannot decode mask {os.fspath(mask_path)!r}: {exc}") from exc
+                raise ImageDecodeError(f"cannot decode mask {os.fspath(mask_path or '')!r}: {exc}") from exc
     finally:
         image.close()
         if mask_image is not None:
@@ -385,4 +385,4 @@ def _mask_array(mask_image: Image.Image, size: tuple[int, int], region: Region |
     if skin.shape[::-1] != size:
         skin_image = Image.fromarray(skin.astype(np.uint8) * 255, "L")
         skin = np.asarray(skin_image.resize(size, Image.Resampling.NEAREST)) != 0
-    return skin
+    return np.asarray(skin)

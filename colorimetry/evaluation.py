@@ -29,7 +29,8 @@ EVALUATION_FILE = Path(__file__).with_name("skin_evaluation.json")
 @functools.cache
 def _load() -> dict[str, Any]:
     with EVALUATION_FILE.open(encoding="utf-8") as handle:
-        return json.load(handle)
+        loaded: dict[str, Any] = json.load(handle)
+    return loaded
 
 
 def skin_detector_evaluation() -> dict[str, Any]:
@@ -51,4 +52,5 @@ def skin_detector_evaluation() -> dict[str, Any]:
     >>> [row["tone"] for row in figures["sets"]["development"]["face"]]
     [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
     """
-    return json.loads(json.dumps(_load()))  # a copy: callers may annotate it
+    copy: dict[str, Any] = json.loads(json.dumps(_load()))  # a copy: callers may annotate it
+    return copy

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -134,17 +135,17 @@ class FaceSkin:
 
 
 @functools.cache
-def _cascade(name: str):
+def _cascade(name: str) -> Any:
     import cv2  # heavy: imported on first use
 
-    path = cv2.data.haarcascades + name
+    path = cv2.data.haarcascades + name  # type: ignore[attr-defined]  # cv2's stubs lack the data module
     cascade = cv2.CascadeClassifier(path)
     if cascade.empty():  # pragma: no cover - a broken install
         raise RuntimeError(f"cannot load the OpenCV cascade {path}")
     return cascade
 
 
-def _grey_views(small: np.ndarray):
+def _grey_views(small: np.ndarray) -> Any:
     """Grey images to run the cascades on, in order: each brings out a different face.
 
     * histogram-equalised grey (the cascade's own training condition);
@@ -167,7 +168,7 @@ def _grey_views(small: np.ndarray):
 def _log_grey(luminance: np.ndarray) -> np.ndarray:
     floor = np.float32(_LOG_FLOOR)
     scaled = np.log(np.maximum(luminance, floor) / floor) / -np.log(floor)
-    return np.round(scaled * 255.0).astype(np.uint8)
+    return np.asarray(np.round(scaled * 255.0).astype(np.uint8))
 
 
 def _reduced(rgb: np.ndarray, max_side: int) -> tuple[np.ndarray, float]:
@@ -184,8 +185,8 @@ def _reduced(rgb: np.ndarray, max_side: int) -> tuple[np.ndarray, float]:
 
 
 def _best(
-    cascade, grey: np.ndarray, min_side: int, scale_factor: float, max_side: int = 0
-) -> list[tuple[float, tuple]]:
+    cascade: Any, grey: np.ndarray, min_side: int, scale_factor: float, max_side: int = 0
+) -> list[tuple[float, tuple[int, ...]]]:
     boxes, _levels, weights = cascade.detectMultiScale3(
         grey,
         scaleFactor=scale_factor,
@@ -243,14 +244,14 @@ def detect_faces(rgb: np.ndarray) -> tuple[list[tuple[int, int, int, int]], str]
     return [], ""
 
 
-def _made(made: dict, view: str, make) -> np.ndarray:
+def _made(made: dict[str, np.ndarray], view: str, make: Any) -> np.ndarray:
     """A grey view, made on first use only (most images need the first one alone)."""
     if view not in made:
         made[view] = make()
-    return made[view]
+    return np.asarray(made[view])
 
 
-def _frontal(greys, name: str, minimum: float, min_side: int):
+def _frontal(greys: Any, name: str, minimum: float, min_side: int) -> Any:
     """``(view, boxes)`` of the first grey view (``(name, make)`` pairs) on which cascade ``name`` finds a
     face, or None."""
     for view, make in greys:
@@ -288,8 +289,8 @@ def _eye_pair_boxes(rgb: np.ndarray) -> list[tuple[int, int, int, int]]:
     boxes = []
     for _w, cx, cy, distance in pairs:
         side = 2.2 * distance
-        box = (cx - side / 2, cy - 0.38 * side, side, side)
-        boxes.append(tuple(round(v / eye_scale) for v in box))
+        x, y = cx - side / 2, cy - 0.38 * side
+        boxes.append((round(x / eye_scale), round(y / eye_scale), round(side / eye_scale), round(side / eye_scale)))
     return boxes
 
 

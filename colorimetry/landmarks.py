@@ -46,6 +46,7 @@ import math
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 import numpy as np
 
@@ -81,8 +82,15 @@ _RAW_SCORE_LIMIT = 80.0
 #: The detection box is enlarged this much (and made square) before the mesh runs (MediaPipe: 1.5).
 ROI_SCALE = 1.5
 
+
 # SSD anchors of the two detectors (MediaPipe's face_detection_{short,full}_range_common.pbtxt).
-_SSD = {
+class _SsdOptions(TypedDict):
+    size: int
+    strides: tuple[int, ...]
+    two_per_cell: bool
+
+
+_SSD: dict[str, _SsdOptions] = {
     SHORT_RANGE_MODEL: {"size": 128, "strides": (8, 16, 16, 16), "two_per_cell": True},
     FULL_RANGE_MODEL: {"size": 192, "strides": (4,), "two_per_cell": False},
 }
@@ -381,7 +389,12 @@ def detect_mesh_faces(rgb: np.ndarray) -> list[MeshFace]:
             if again_score > MIN_MESH_SCORE:
                 mesh_score, points = again_score, again
             low, high = points.min(axis=0), points.max(axis=0)
-            box_px = tuple(int(round(v)) for v in (low[0], low[1], high[0] - low[0], high[1] - low[1]))
+            box_px = (
+                int(round(low[0])),
+                int(round(low[1])),
+                int(round(high[0] - low[0])),
+                int(round(high[1] - low[1])),
+            )
             faces.append(MeshFace(points, box_px, score, mesh_score, detector))
         if faces:
             break
@@ -404,7 +417,7 @@ def _grown(points: np.ndarray, margin: float) -> np.ndarray:
     centre = points.mean(axis=0)
     offset = points - centre
     length = np.maximum(np.hypot(offset[:, 0], offset[:, 1]), 1e-9)
-    return points + offset / length[:, None] * margin
+    return np.asarray(points + offset / length[:, None] * margin)
 
 
 def landmark_skin_mask(rgb: np.ndarray, opaque: np.ndarray | None = None) -> FaceSkin:

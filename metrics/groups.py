@@ -249,15 +249,15 @@ def _feature_table(sensitive_features: Any, n: int) -> tuple[list[str], list[lis
     elif isinstance(sensitive_features, pd.Series):
         columns = {str(sensitive_features.name or "sensitive_feature_0"): sensitive_features}
     elif isinstance(sensitive_features, pd.Categorical):
-        columns = {"sensitive_feature_0": sensitive_features}
+        columns = {"sensitive_feature_0": pd.Series(sensitive_features)}
     elif isinstance(sensitive_features, Mapping):
         columns = {str(k): v for k, v in sensitive_features.items()}
     else:
         array = np.asarray(sensitive_features, dtype=object)
         if array.ndim == 1:
-            columns = {"sensitive_feature_0": array}
+            columns = {"sensitive_feature_0": pd.Series(array)}
         elif array.ndim == 2:
-            columns = {f"sensitive_feature_{i}": array[:, i] for i in range(array.shape[1])}
+            columns = {f"sensitive_feature_{i}": pd.Series(array[:, i]) for i in range(array.shape[1])}
         else:
             raise ValueError("sensitive_features must be 1-D or 2-D")
     if not columns:

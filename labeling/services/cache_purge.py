@@ -12,6 +12,7 @@ The per-phase counters of deleted labels stay: they hold no rows and the consens
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from django.core.cache import cache
 
@@ -50,7 +51,8 @@ def project_caches_purge() -> int:
     its operator). A Redis that cannot be reached is logged; its entries then expire with their timeouts.
     """
     made_prefix = cache.make_key("")  # ":1:" by default: the backend's own key prefix and version
-    backend = getattr(cache, "_cache", None)
+    store: Any = cache  # the backends' internals below are not in Django's types
+    backend: Any = getattr(store, "_cache", None)
     if hasattr(backend, "get_client"):  # django.core.cache.backends.redis (and config.cache's subclass)
         try:
             client = backend.get_client(None, write=True)
@@ -69,9 +71,9 @@ def project_caches_purge() -> int:
             client.delete(*doomed[start : start + 1000])
         return len(doomed)
     if isinstance(backend, dict):  # LocMemCache: made keys -> pickled values
-        with cache._lock:
+        with store._lock:
             doomed = [key for key in list(backend) if _purged(key.removeprefix(made_prefix))]
             for key in doomed:
-                cache._delete(key)
+                store._delete(key)
         return len(doomed)
     return 0

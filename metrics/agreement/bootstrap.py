@@ -131,7 +131,7 @@ def _alpha_batch(o_upper: np.ndarray, values: np.ndarray, level: str) -> np.ndar
         expected = expected / (n - 1)
         alpha = 1.0 - observed / expected
     alpha[~(expected > 0) | ~(n > 1)] = np.nan
-    return alpha
+    return np.asarray(alpha)
 
 
 @dataclass(frozen=True)
@@ -322,6 +322,7 @@ def bootstrap_alpha(
         raise ValueError("Give either reliability_data or counts, not both.")
     _check_bootstrap_arguments(confidence, n_resamples)
     if counts is None:
+        assert reliability_data is not None  # one of the two, checked above
         data = _as_reliability_data(reliability_data)
         if data.size == 0:
             values, count_matrix = np.zeros(0), np.zeros((0, 0))
@@ -401,7 +402,7 @@ def _kappa_batch(observed: np.ndarray, w: np.ndarray) -> np.ndarray:
         expected = np.einsum("bi,ij,bj->b", rows, w, cols) / n
         kappa = 1.0 - (observed @ w.ravel()) / expected
     kappa[~(expected > 0) | ~(n > 0)] = np.nan
-    return kappa
+    return np.asarray(kappa)
 
 
 def bootstrap_cohen_kappa(
@@ -517,7 +518,7 @@ def bootstrap_fleiss_kappa(
         with np.errstate(divide="ignore", invalid="ignore"):
             kappa = (observed - expected) / (1 - expected)
         kappa[~(expected < 1 - 1e-15)] = np.nan
-        return kappa
+        return np.asarray(kappa)
 
     estimate, low, high, pct_low, pct_high, kappas = _pattern_bootstrap(
         contributions, frequency, statistic, n_resamples, confidence, seed

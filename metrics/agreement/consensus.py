@@ -203,7 +203,7 @@ def image_consensus(
         low, high = float(array.min()), float(array.max())
     else:
         mean = std = median = mode = low = high = nan
-        mode_count, unique = 0, ()
+        mode_count, unique = 0, np.empty(0)
     groups = _connected_groups(selected_ends)
     spread = high - low
     several = n_valid >= 2

@@ -25,7 +25,7 @@ def _mode_counts(ordered: np.ndarray) -> np.ndarray:
     if ordered.shape[1] == 0:
         return np.zeros(ordered.shape[0], dtype=np.int64)
     equal = ordered[:, :, None] == ordered[:, None, :]
-    return equal.sum(axis=2).max(axis=1)
+    return np.asarray(equal.sum(axis=2).max(axis=1))
 
 
 def _unique_counts(ordered: np.ndarray) -> np.ndarray:
@@ -34,7 +34,7 @@ def _unique_counts(ordered: np.ndarray) -> np.ndarray:
     valid = ~np.isnan(ordered)
     new = valid.copy()
     new[:, 1:] &= ordered[:, 1:] != ordered[:, :-1]
-    return new.sum(axis=1)
+    return np.asarray(new.sum(axis=1))
 
 
 def k_of_n_agreement(reliability_data: npt.ArrayLike) -> pd.DataFrame:

@@ -113,7 +113,7 @@ def _distance_matrix(values: np.ndarray, n_v: np.ndarray, level: str) -> np.ndar
     if level == "nominal":
         return 1.0 - np.eye(values.size)
     if level == "interval":
-        return np.subtract.outer(values, values) ** 2
+        return np.asarray(np.subtract.outer(values, values) ** 2)
     if level == "ratio":
         total = np.add.outer(values, values)
         diff = np.subtract.outer(values, values)
@@ -127,7 +127,7 @@ def _distance_matrix(values: np.ndarray, n_v: np.ndarray, level: str) -> np.ndar
     cum = np.concatenate([np.zeros(n_v.shape[:-1] + (1,)), np.cumsum(n_v, axis=-1)], axis=-1)
     between = cum[..., high + 1] - cum[..., low]
     ends = (n_v[..., :, None] + n_v[..., None, :]) / 2
-    return (between - ends) ** 2
+    return np.asarray((between - ends) ** 2)
 
 
 def _coincidences(counts: np.ndarray, item_weights: np.ndarray | None = None) -> np.ndarray:
@@ -146,7 +146,7 @@ def _coincidences(counts: np.ndarray, item_weights: np.ndarray | None = None) ->
     weighted = counts * weight[:, None]
     o = weighted.T @ counts
     o[np.diag_indices_from(o)] -= weighted.sum(axis=0)
-    return o
+    return np.asarray(o)
 
 
 def _alpha_from_coincidences(o: np.ndarray, values: np.ndarray, level: str) -> float:
