@@ -235,10 +235,8 @@ def baseline_plot(comparison: dict[str, Any], *, kind: str, fmt: str, scale_name
     bytes
         The image file.
 
-    Examples
-    --------
-    >>> baseline_plot(baseline_comparison(project=project), kind="box", fmt="png")[:4]  # doctest: +SKIP
-    b'\\x89PNG'
+    ``baseline_plot(baseline_comparison(project=project), kind="box", fmt="png")`` gives PNG bytes
+    (the baselines page draws each kind: ``labeling/views/baselines.py``).
     """
     if kind not in PLOT_KINDS or fmt not in PLOT_FORMATS:
         raise ValueError(f"unknown plot {kind}.{fmt}")

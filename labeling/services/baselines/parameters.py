@@ -200,7 +200,7 @@ def baseline_parameters_effective(project: Project, overrides: dict[str, Any] | 
 
     Examples
     --------
-    >>> baseline_parameters_effective(project)["fitzpatrick_mapping"]  # doctest: +SKIP
+    >>> baseline_parameters_effective(project)["fitzpatrick_mapping"]
     'kinyanjui2020'
     """
     stored = baseline_parameters_validate(project.baseline_parameters or {})

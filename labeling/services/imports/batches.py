@@ -46,8 +46,8 @@ def import_files(*, project: Project, files: Iterable[tuple[str, IO[bytes]]], us
 
     Examples
     --------
-    >>> batch = import_files(project=p, files=[("a.jpg", io.BytesIO(jpeg))], user=u)  # doctest: +SKIP
-    >>> batch.n_imported  # doctest: +SKIP
+    >>> batch = import_files(project=p, files=[("a.jpg", io.BytesIO(jpeg))], user=u)
+    >>> batch.n_imported
     1
     """
     upload_temp_sweep()  # what killed requests left on this machine
@@ -101,9 +101,14 @@ def import_zip(*, project: Project, fileobj: IO[bytes], user, name: str = "archi
 
     Examples
     --------
-    >>> batch = import_zip(project=p, fileobj=open("photos.zip", "rb"), user=u)  # doctest: +SKIP
-    >>> batch.status, batch.n_imported  # doctest: +SKIP
-    ('done', 120)
+    >>> import zipfile
+    >>> archive = io.BytesIO()
+    >>> with zipfile.ZipFile(archive, "w") as zf:
+    ...     zf.writestr("shoot/a.jpg", jpeg)
+    ...     zf.writestr("shoot/notes.txt", "not a photo")
+    >>> batch = import_zip(project=p, fileobj=archive, user=u)
+    >>> str(batch.status), batch.n_imported, batch.n_rejected
+    ('done', 1, 1)
     """
     upload_temp_sweep()  # what killed requests left on this machine
     project_refuse_if_archived(project.pk)
@@ -191,11 +196,8 @@ def import_manifest(
         Done with one item per manifest row, or failed with ``error`` (and no
         image created) when the manifest or folder is refused.
 
-    Examples
-    --------
-    >>> batch = import_manifest(project=p, manifest=fh, user=u, folder="/data/shoot")  # doctest: +SKIP
-    >>> [(i.row, i.outcome) for i in batch.items.all()]  # doctest: +SKIP
-    [(2, 'imported'), (3, 'rejected')]
+    Each row of the manifest becomes one item of the batch, ``imported``, ``duplicate`` or ``rejected``
+    with its reason (``tests/labeling/test_imports.py`` has worked examples).
     """
     project_refuse_if_archived(project.pk)
     report = report_start(project, ImportBatch.Kind.MANIFEST, name, user)
