@@ -10,4 +10,4 @@ RUN DJANGO_SETTINGS_MODULE=config.settings.production DJANGO_SECRET_KEY=build-on
     && useradd --create-home --uid 1000 fairtone && mkdir -p /data/media /data/import && chown -R fairtone /data
 USER fairtone
 EXPOSE 8000
-CMD ["gunicorn", "config.wsgi", "--bind", "0.0.0.0:8000", "--workers", "8", "--threads", "1", "--worker-class", "gthread", "--timeout", "120", "--access-logfile", "-"]
+CMD ["gunicorn", "config.wsgi", "--preload", "--bind", "0.0.0.0:8000", "--workers", "8", "--threads", "1", "--worker-class", "gthread", "--timeout", "120", "--access-logfile", "-"]
