@@ -11,3 +11,7 @@ class LabelingConfig(AppConfig):
 
         signals.connect()
         from . import tasks  # noqa: F401  (registers the Celery tasks)
+        from .plots import card_plots
+        from .services.releases.card import card_plots_register
+
+        card_plots_register(card_plots)  # the data card's plots are drawn at the presentation floor

@@ -8,22 +8,23 @@ texts, pseudonyms, tone names and attribute values are user input). ``data_card.
 themselves. The same facts give the same bytes: PNGs without the Software/date metadata, a fixed SVG hash
 salt, sorted JSON keys.
 
-Matplotlib is drawn here rather than in ``labeling.plots``: services may not import that module (the
-``services-import-no-views`` import contract), and a release is built by a background task.
+The plots are drawn by ``labeling.plots.card_plots`` (the presentation floor, with every other plot), which
+the app registers here when it is ready (:func:`card_plots_register`): services may not import that module
+(the ``services-import-no-views`` import contract).
 """
 
 from __future__ import annotations
 
 import base64
 import html
-import io
 import json
+from collections.abc import Callable
 from typing import Any
 
 from ..consensus.numbers import MAX_INTERVAL_WIDTH
 from ..markdown_text import escape_markdown_text
 
-__all__ = ["PLOT_NAMES", "SECTIONS", "card_render"]
+__all__ = ["PLOT_NAMES", "SECTIONS", "card_plots_register", "card_render", "is_hex_colour"]
 
 #: The card's fixed sections, in order (the lead-written ones take their titles from the facts).
 SECTIONS = (
@@ -762,12 +763,12 @@ def _e(text: Any) -> str:
 
 def _html_cell(cell: Any) -> str:
     if isinstance(cell, tuple) and cell[0] == "swatch":
-        colour = cell[1] if _is_hex(cell[1]) else "#ffffff"
+        colour = cell[1] if is_hex_colour(cell[1]) else "#ffffff"
         return f'<span class="swatch" style="background:{colour}"></span><code>{_e(cell[1])}</code>'
     return _e(cell)
 
 
-def _is_hex(text: str) -> bool:
+def is_hex_colour(text: str) -> bool:
     return (
         isinstance(text, str)
         and len(text) == 7
@@ -820,200 +821,16 @@ def _html(blocks: list[Block], plots: dict[str, bytes], title: str) -> str:
 
 # --------------------------------------------------------------------------- plots
 
-
-def _text_colour(hex_colour: str) -> str:
-    if not _is_hex(hex_colour):
-        return "#000000"
-    r, g, b = (int(hex_colour[i : i + 2], 16) for i in (1, 3, 5))
-    return "#000000" if 0.299 * r + 0.587 * g + 0.114 * b > 140 else "#ffffff"
+#: Draws the card's plots from its facts (``{"plots/<name>.png": bytes}`` for each of :data:`PLOT_NAMES`):
+#: ``labeling.plots.card_plots``, registered when the app is ready (``labeling.apps``). Plots are drawn at
+#: the presentation floor; services may not import it (the ``services-import-no-views`` contract).
+_draw_plots: Callable[[dict[str, Any]], dict[str, bytes]] | None = None
 
 
-def _colour(hex_colour: str) -> str:
-    return hex_colour if _is_hex(hex_colour) else _GREY
-
-
-def _message(ax, text: str) -> None:
-    ax.text(0.5, 0.5, text, ha="center", va="center", wrap=True, color="#444", transform=ax.transAxes)
-    ax.set_axis_off()
-
-
-def _plot_scale(fig, facts: dict) -> None:
-    tones = facts["scale"]["tones"]
-    ax = fig.subplots()
-    if not tones:
-        _message(ax, "The scale has no tones.")
-        return
-    from matplotlib.patches import Rectangle
-
-    for i, tone in enumerate(tones):
-        colour = _colour(tone["hex"])
-        ax.add_patch(Rectangle((i, 0), 0.92, 1, facecolor=colour, edgecolor="#333", linewidth=0.6))
-        ax.text(i + 0.46, 0.5, tone["code"], ha="center", va="center", color=_text_colour(colour), fontsize=10)
-        ax.text(i + 0.46, -0.12, tone["name"], ha="center", va="top", fontsize=7, rotation=30 if len(tones) > 6 else 0)
-    ax.set_xlim(-0.1, len(tones))
-    ax.set_ylim(-0.8, 1.05)
-    ax.set_axis_off()
-    ax.set_title(f"{facts['scale']['name']} (1 = lightest)", fontsize=9, loc="left")
-
-
-def _plot_final(fig, facts: dict) -> None:
-    f = facts["final_labels"]
-    ax = fig.subplots()
-    tones = f["tones"]
-    if not tones or not f["n_with_final_tone"]:
-        _message(ax, "No image has a final tone.")
-        return
-    x = list(range(1, len(tones) + 1))
-    # A share too uncertain to report gets its interval only, no bar.
-    shares = [t["share"]["k"] / t["share"]["n"] * 100 for t in tones]
-    low = [s - t["share"]["ci_low"] * 100 for s, t in zip(shares, tones, strict=True)]
-    high = [t["share"]["ci_high"] * 100 - s for s, t in zip(shares, tones, strict=True)]
-    colours = [_colour(t["hex"]) for t in tones]
-    bars = [0.0 if t["share"]["value"] is None else s for s, t in zip(shares, tones, strict=True)]
-    ax.bar(x, bars, width=0.8, color=colours, edgecolor="#333", linewidth=0.6)
-    ax.errorbar(x, shares, yerr=[low, high], fmt="none", ecolor="#222", elinewidth=1, capsize=3)
-    threshold = f["under_represented_threshold"] * 100
-    ax.axhline(threshold, color=_RED, linestyle="--", linewidth=1)
-    ax.annotate(
-        "under-represented below",
-        (0.99, threshold),
-        xycoords=("axes fraction", "data"),
-        ha="right",
-        va="bottom",
-        fontsize=7,
-        color=_RED,
-    )
-    for xi, tone in zip(x, tones, strict=True):
-        ax.annotate(
-            str(tone["share"]["k"]),
-            (xi, tone["share"]["ci_high"] * 100),
-            xytext=(0, 2),
-            textcoords="offset points",
-            ha="center",
-            fontsize=7,
-            color=_RED if tone["under_represented"] else "#222",
-        )
-    ax.set_xticks(x, [t["code"] for t in tones])
-    ax.set_xlabel("Final tone (number above the bar: images)")
-    ax.set_ylabel("% of images with a final tone")
-    ax.set_ylim(0, max(max(t["share"]["ci_high"] for t in tones) * 100 * 1.15, threshold * 1.5, 1))
-    ax.set_title(f"{f['n_with_final_tone']} images; bars: Wilson 95% intervals", fontsize=9, loc="left")
-
-
-def _plot_agreement(fig, facts: dict) -> None:
-    phases = [p for p in facts["agreement"]["phases"] if "alpha" in p]
-    if not phases:
-        _message(fig.subplots(), "No phase has labels.")
-        return
-    left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.6]})
-    names = [p["name"] for p in phases]
-    x = list(range(len(phases)))
-    for threshold, label in ((0.8, "reliable"), (0.667, "tentative")):
-        left.axhline(threshold, color=_GREY, linestyle="--", linewidth=0.8)
-        left.annotate(label, (0.01, threshold), xycoords=("axes fraction", "data"), va="bottom", fontsize=7)
-    for xi, phase in zip(x, phases, strict=True):
-        ordinal = phase["alpha"]["ordinal"]
-        if ordinal["value"] is None:
-            if ordinal.get("too_wide") and ordinal["ci_low"] is not None:
-                # Too uncertain to report: the interval alone, no point.
-                left.plot([xi, xi], [ordinal["ci_low"], ordinal["ci_high"]], color=_RED, linewidth=1.2)
-                left.annotate("too little data", (xi, ordinal["ci_high"]), ha="center", va="bottom", fontsize=7)
-                continue
-            left.annotate("too little\ndata", (xi, 0.5), ha="center", va="center", fontsize=7, color=_RED)
-            continue
-        lo = ordinal["ci_low"] if ordinal["ci_low"] is not None else ordinal["value"]
-        hi = ordinal["ci_high"] if ordinal["ci_high"] is not None else ordinal["value"]
-        left.errorbar(
-            [xi],
-            [ordinal["value"]],
-            yerr=[[ordinal["value"] - lo], [hi - ordinal["value"]]],
-            fmt="o",
-            color=_ACCENT,
-            capsize=3,
-        )
-    left.set_xticks(x, names, rotation=20, ha="right")
-    left.set_xlim(-0.6, len(phases) - 0.4)
-    # Down to the lowest interval shown (a hidden alpha's interval can reach far below 0), never above -0.2.
-    lows = [p["alpha"]["ordinal"]["ci_low"] for p in phases if p["alpha"]["ordinal"].get("ci_low") is not None]
-    left.set_ylim(min([-0.2] + [low - 0.05 for low in lows]), 1.05)
-    left.set_ylabel("Krippendorff's alpha (ordinal)")
-    left.set_title("Alpha, 95% BCa bootstrap interval", fontsize=9, loc="left")
-    measures = (("near", "#2f5d8a"), ("overlap", "#7fa7c9"), ("complete", "#c9d9e8"))
-    width = 0.26
-    wide_labelled = False
-    for j, (measure, colour) in enumerate(measures):
-        labelled = False
-        for xi, phase in zip(x, phases, strict=True):
-            p = phase["consensus"][measure]
-            position = xi + (j - 1) * width
-            if p["value"] is None and p.get("too_wide"):
-                # Too uncertain to report: the interval alone, no bar.
-                right.plot(
-                    [position, position],
-                    [p["ci_low"] * 100, p["ci_high"] * 100],
-                    color=_RED,
-                    linewidth=1.2,
-                    label=None if wide_labelled else "interval only: too wide to report a share",
-                )
-                wide_labelled = True
-                continue
-            if p["value"] is None:
-                if j == 1:
-                    right.annotate("too little data", (xi, 50), ha="center", va="center", fontsize=7, color=_RED)
-                continue
-            value = p["value"] * 100
-            right.bar(
-                [position],
-                [value],
-                width=width,
-                color=colour,
-                edgecolor="#333",
-                linewidth=0.5,
-                label=None if labelled else f"{measure} consensus",
-            )
-            labelled = True
-            right.errorbar(
-                [position],
-                [value],
-                yerr=[[value - p["ci_low"] * 100], [p["ci_high"] * 100 - value]],
-                fmt="none",
-                ecolor="#222",
-                elinewidth=0.9,
-                capsize=2,
-            )
-    right.set_xticks(x, names, rotation=20, ha="right")
-    right.set_xlim(-0.6, len(phases) - 0.4)
-    right.set_ylim(0, 105)
-    right.set_ylabel("% of images with 2+ labels")
-    right.set_title("Consensus, Wilson 95% intervals", fontsize=9, loc="left")
-    handles, _labels = right.get_legend_handles_labels()
-    if handles:
-        right.legend(fontsize=7, loc="upper right")
-
-
-_PLOTTERS = {
-    "scale": (_plot_scale, lambda facts: (max(6.0, 0.75 * len(facts["scale"]["tones"])), 1.9)),
-    "agreement": (_plot_agreement, lambda facts: (8.0, 3.6)),
-    "final_labels": (_plot_final, lambda facts: (7.0, 3.6)),
-}
-
-
-def _plots(facts: dict) -> dict[str, bytes]:
-    import matplotlib
-
-    matplotlib.use("Agg")  # no display; a no-op when already set
-    from matplotlib.figure import Figure
-
-    out = {}
-    with matplotlib.rc_context({"svg.hashsalt": "fairtone", "font.size": 9, "font.family": "DejaVu Sans"}):
-        for name, (draw, size) in _PLOTTERS.items():
-            fig = Figure(figsize=size(facts), layout="constrained")
-            draw(fig, facts)
-            buffer = io.BytesIO()
-            # No "Software" (it names the matplotlib version) and no date: the same facts, the same bytes.
-            fig.savefig(buffer, format="png", dpi=100, metadata={"Software": None})
-            out[f"plots/{name}.png"] = buffer.getvalue()
-    return out
+def card_plots_register(draw: Callable[[dict[str, Any]], dict[str, bytes]]) -> None:
+    """Set the function that draws the card's plots (called once, by ``labeling.apps``)."""
+    global _draw_plots
+    _draw_plots = draw
 
 
 # --------------------------------------------------------------------------- the files
@@ -1030,7 +847,9 @@ def card_render(facts: dict) -> dict[str, bytes]:
         keys, indent 2) and ``plots/<name>.png`` for each of :data:`PLOT_NAMES`. Byte-identical for equal
         facts.
     """
-    plots = _plots(facts)
+    if _draw_plots is None:
+        raise RuntimeError("no plot drawer registered: labeling.apps registers labeling.plots.card_plots")
+    plots = _draw_plots(facts)
     blocks = _blocks(facts)
     release = facts["release"]
     title = f"Data card: {release['project']}, version {release['version']}"
