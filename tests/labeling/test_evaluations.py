@@ -4,7 +4,6 @@ bad input refused whole, roles, gates, comparison, pages."""
 import io
 import json
 import resource
-import time
 
 import numpy as np
 import pandas as pd
@@ -518,12 +517,10 @@ def test_a_million_column_csv_is_refused_at_once(released, lead, client_for):
     header = ",".join(f"c{i}" for i in range(1_000_000)).encode()  # 6.9 MB header line
     payload = header + b"\n" + b"1," * 10 + b"1\n"
     before = _peak_mb()
-    start = time.perf_counter()
     answer = _post(client_for(lead), released["project"], payload, "wide.csv")
-    elapsed = time.perf_counter() - start
     assert answer.status_code == 413, answer.content
     assert "first line is longer than 1,048,576 bytes" in json.dumps(answer.json())
-    assert elapsed < 1.0 and _peak_mb() - before < 100
+    assert _peak_mb() - before < 100  # the time it takes: bench/bench_hostile_uploads.py
     assert not EvaluationRun.objects.exists()
 
 
@@ -548,11 +545,10 @@ def test_a_decompression_heavy_parquet_is_refused_before_pandas(tmp_path, releas
     payload = path.read_bytes()
     assert len(payload) < 300_000
     before = _peak_mb()
-    start = time.perf_counter()
     answer = _post(client_for(lead), released["project"], payload, "bomb.parquet")
     assert answer.status_code == 413, answer.content
     assert "a value of 4,000 characters" in json.dumps(answer.json())
-    assert time.perf_counter() - start < 3.0 and _peak_mb() - before < 200
+    assert _peak_mb() - before < 200  # the time it takes: bench/bench_hostile_uploads.py
     assert not EvaluationRun.objects.exists()
 
 

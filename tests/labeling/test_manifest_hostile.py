@@ -3,7 +3,6 @@ what was too big; the duplicate-column check is linear."""
 
 import io
 import json
-import time
 import zipfile
 
 import pytest
@@ -47,16 +46,14 @@ def wide_header(n: int) -> str:
     return ",".join(["file", *(f"c{i}" for i in range(n - 1))])
 
 
-def test_duplicate_column_check_is_linear():
-    # Beyond the default cap (so the check itself is timed): 5,001 columns, one name repeated at the end.
-    # The quadratic check took 1.3-1.9 s here.
+def test_a_repeated_column_is_named_among_thousands():
+    # Beyond the default cap: 5,001 columns, one name repeated (in another case) at the end. How long the
+    # check takes (linear: it took 1.3-1.9 s when it was quadratic) is measured in bench/bench_hostile_uploads.py.
     header = wide_header(5_000) + ",C7"
     data = f"{header}\na.png\n".encode()
     with limits(MAX_MANIFEST_COLUMNS=10_000):
-        start = time.perf_counter()
         with pytest.raises(ImportRefused, match="names column 'C7' twice"):
             parse_manifest(data, "m.csv")
-        assert time.perf_counter() - start < 0.3
 
 
 def test_a_5001_column_header_is_a_400_naming_the_column_limit(db, project, lead, client_for):
@@ -69,15 +66,11 @@ def test_a_5001_column_header_is_a_400_naming_the_column_limit(db, project, lead
 
 
 def test_a_million_column_header_is_refused_at_once(db, project, lead, client_for):
-    data = f"{wide_header(1_000_000)}\na.png\n".encode()  # about 6.9 MB
-    start = time.perf_counter()
+    data = f"{wide_header(1_000_000)}\na.png\n".encode()  # about 6.9 MB (timed in bench/bench_hostile_uploads.py)
     with pytest.raises(ImportRefused, match="more than 500 columns"):
         parse_manifest(data, "m.csv")
-    assert time.perf_counter() - start < 0.5
-    start = time.perf_counter()
     r = post_manifest(client_for(lead), project, data)
     assert r.status_code == 400 and "500 columns" in str(r.json())
-    assert time.perf_counter() - start < 3  # the upload and the test client included
 
 
 def test_a_huge_line_is_a_400_naming_the_line(db, project, lead, client_for):
