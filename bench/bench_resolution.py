@@ -1,6 +1,10 @@
 """The same photo at 512 px, 2 MP and 12 MP, fast and full decode: how far apart its ITA readings are.
 
-Run: ``python bench/bench_resolution.py``.
+Run: ``python bench/bench_resolution.py [--held-out]``.
+
+``--held-out`` measures the held-out scenes of ``tests/colorimetry/resolution_sets.py`` instead (other
+recolourings, exposures, crops, export path; committed before the method was developed): per scene the
+spread of the five readings, then per reading how many are within 1 degree of the 12 MP full decode.
 
 Each evaluation portrait (scikit-image's astronaut, Matplotlib's Grace Hopper) recoloured to each Monk
 tone is enlarged (Lanczos) to a 12 MP master, exported at 2 MP and 512 px from it (Lanczos), and each
@@ -45,7 +49,39 @@ def readings(portrait, tone: int, detector: str) -> dict[str, float | None]:
     return out
 
 
+def held_out() -> None:
+    """The held-out scenes (``tests/colorimetry/resolution_sets.py``), default detector: per reading and overall."""
+    from tests.colorimetry import resolution_sets
+
+    detector = "landmarks_or_face"
+    spreads: list[float | None] = []
+    deviations: dict[str, list[float]] = {}
+    for scene in resolution_sets.held_out_scenes():
+        values = resolution_sets.held_out_readings(scene, measure_image, skin_detector=detector)
+        found = [v for v in values.values() if v is not None]
+        spread = max(found) - min(found) if found and len(found) == len(values) else None
+        spreads.append(spread)
+        if spread is not None:
+            # Each reading against the 12 MP full decode (the reference of the check).
+            for name, value in values.items():
+                deviations.setdefault(name, []).append(abs(value - values["12 MP full"]))  # type: ignore[operator]
+        shown = ", ".join(f"{k} {'-' if v is None else f'{v:.2f}'}" for k, v in values.items())
+        print(f"  {scene.name:45} {spread if spread is None else round(spread, 2)!s:>5}  {shown}")
+    complete = [s for s in spreads if s is not None]
+    print(
+        f"{detector}: {sum(s <= 1.0 for s in complete)}/{len(spreads)} held-out scenes with every reading found and within 1 degree"
+    )
+    print(f"  worst spread {max(complete):.2f}, scenes with a reading missing: {len(spreads) - len(complete)}")
+    for name, values in deviations.items():
+        print(
+            f"  {name:12} within 1 degree of the 12 MP full decode: {sum(v <= 1.0 for v in values)}/{len(values)}, worst {max(values):.2f}"
+        )
+
+
 def main() -> None:
+    if "--held-out" in sys.argv:
+        held_out()
+        return
     for detector in ("landmarks_or_face", "face"):
         within = total = 0
         print(f"\n{detector}: portrait, tone, readings found, spread (degrees), readings")

@@ -326,14 +326,14 @@ def face_skin_mask(rgb: np.ndarray, opaque: np.ndarray | None = None) -> FaceSki
             index = index[allowed[index]]
         regions.append(index)
     sampled = int(sum(index.size for index in regions))
-    index, lab = _consistent_regions(flat, regions)
+    index, _ = _consistent_regions(flat, regions)
     yy, xx = np.mgrid[max(0, y) : min(height, y + h), max(0, x) : min(width, x + w)]
     cx, cy, rx, ry = x + FACE_ELLIPSE[0] * w, y + FACE_ELLIPSE[1] * h, FACE_ELLIPSE[2] * w, FACE_ELLIPSE[3] * h
     inside = ((xx - cx) / rx) ** 2 + ((yy - cy) / ry) ** 2 <= 1.0
     face = yy[inside] * width + xx[inside]
     if allowed is not None:
         face = face[allowed[face]]
-    refine_by_face_colour(mask, flat, index, lab, face)
+    refine_by_face_colour(mask, rgb, index, face, w / BOX_WIDTH_PER_EYE_DISTANCE)
     return FaceSkin(mask, (x, y, w, h), len(faces), sampled, method)
 
 
@@ -342,32 +342,68 @@ def _lab_of(flat: np.ndarray, index: np.ndarray) -> np.ndarray:
     return np.stack(_lab_from_linear(*linear))
 
 
+#: Scale (Gaussian sigma, as a fraction of the distance between the eyes) at which the refinement
+#: sees a* and b*. Per-pixel chroma depends on the resolution: sensor noise and JPEG's 4:2:0 chroma
+#: (colour stored at half the pixel pitch) widen it at 512 px, so the pixels kept changed with the
+#: size of the same photo (issue 21). Smoothed at a scale fixed on the face, every size of a photo
+#: sees the same chroma. 0.2 was chosen on the development set (0.12: 18 of 20 within 1 degree, 0.2: see the README) (``bench/bench_resolution.py``).
+CHROMA_SMOOTHING = 0.2
+#: The cascades' box is about 2.2 eye distances wide (:func:`_eye_pair_boxes` uses that ratio).
+BOX_WIDTH_PER_EYE_DISTANCE = 2.2
+CHANNELS_SMOOTHED = (1, 2)
+
+
+def _smoothed_lab(rgb: np.ndarray, rows: slice, cols: slice, sigma: float) -> np.ndarray:
+    """L* per pixel and a*, b* Gaussian-smoothed (``sigma`` pixels), of ``rgb[rows, cols]`` (3 x h x w)."""
+    import cv2
+
+    part = rgb[rows, cols].reshape(-1, 3)
+    lab = _lab_of(part, np.arange(part.shape[0])).reshape(3, rgb[rows, cols].shape[0], -1)
+    if sigma >= 0.5:
+        for channel in CHANNELS_SMOOTHED:
+            lab[channel] = cv2.GaussianBlur(lab[channel], (0, 0), sigma, borderType=cv2.BORDER_REFLECT)
+    return lab
+
+
 def refine_by_face_colour(
-    mask: np.ndarray, flat: np.ndarray, index: np.ndarray, lab: np.ndarray, face: np.ndarray
+    mask: np.ndarray, rgb: np.ndarray, index: np.ndarray, face: np.ndarray, eye_distance: float
 ) -> None:
     """Mark in ``mask`` the sampled pixels that fit the face's own colour, then the face's pixels that do.
 
-    ``index`` (flat pixel indices) and ``lab`` (their L*, a*, b*, 3 x N) are the sample (cheeks and
-    forehead); ``face`` the flat indices of the whole face area (an ellipse in the cascade's box, the
-    face oval of the landmark model). Pixels more than :data:`REFINE_SIGMAS` robust standard deviations
-    from the sample's median in L*, a* or b* are dropped, twice; then every face pixel within the same
-    bounds is added (shaded sides, chin, nose bridge; not eyes, brows, lips or hair, whose colours
-    differ). Shared by both face detectors so they differ only in where they look.
+    ``index`` (flat pixel indices) is the sample (cheeks and forehead); ``face`` the flat indices of the
+    whole face area (an ellipse in the cascade's box, the face oval of the landmark model). The colours
+    compared are L* per pixel and a*, b* smoothed at :data:`CHROMA_SMOOTHING` x ``eye_distance``
+    (the same scale on the face whatever the photo's resolution). Pixels more than
+    :data:`REFINE_SIGMAS` robust standard deviations from the sample's median in L*, a* or b* are
+    dropped, twice; then every face pixel within the same bounds is added (shaded sides, chin, nose
+    bridge; not eyes, brows, lips or hair, whose colours differ). Shared by both face detectors so they
+    differ only in where they look.
     """
     if not index.size:
         return
+    height, width = rgb.shape[:2]
+    both = np.concatenate([index, face])
+    ys, xs = np.divmod(both, width)
+    sigma = CHROMA_SMOOTHING * eye_distance
+    pad = int(np.ceil(3 * sigma))
+    y0, y1 = max(0, int(ys.min()) - pad), min(height, int(ys.max()) + 1 + pad)
+    x0, x1 = max(0, int(xs.min()) - pad), min(width, int(xs.max()) + 1 + pad)
+    lab_part = _smoothed_lab(rgb, slice(y0, y1), slice(x0, x1), sigma)
+    ys_local, xs_local = ys - y0, xs - x0
+    lab_all = lab_part[:, ys_local, xs_local]
+    lab, lab_face = lab_all[:, : index.size], lab_all[:, index.size :]
     keep = np.ones(index.size, dtype=bool)
     for _ in range(2):
         kept = lab[:, keep]
         centre = np.median(kept, axis=1)
         mad = np.median(np.abs(kept - centre[:, None]), axis=1)
-        sigma = np.maximum(1.4826 * mad, _SIGMA_FLOOR)
-        keep = np.all(np.abs(lab - centre[:, None]) <= REFINE_SIGMAS * sigma[:, None], axis=0)
+        spread = np.maximum(1.4826 * mad, _SIGMA_FLOOR)
+        keep = np.all(np.abs(lab - centre[:, None]) <= REFINE_SIGMAS * spread[:, None], axis=0)
         if not keep.any():
             return
     mask.reshape(-1)[index[keep]] = True
     if face.size:
-        fits = np.all(np.abs(_lab_of(flat, face) - centre[:, None]) <= REFINE_SIGMAS * sigma[:, None], axis=0)
+        fits = np.all(np.abs(lab_face - centre[:, None]) <= REFINE_SIGMAS * spread[:, None], axis=0)
         mask.reshape(-1)[face[fits]] = True
 
 

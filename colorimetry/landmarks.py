@@ -452,7 +452,7 @@ def landmark_skin_mask(rgb: np.ndarray, opaque: np.ndarray | None = None) -> Fac
             index = index[allowed[index]]
         regions.append(index)
     sampled = int(sum(index.size for index in regions))
-    index, lab = _consistent_regions(flat, regions)
+    index, _ = _consistent_regions(flat, regions)
     area = _polygon_mask((height, width), points[list(FACE_OVAL)])
     eye_distance = float(np.hypot(*(points[list(LEFT_EYE)].mean(axis=0) - points[list(RIGHT_EYE)].mean(axis=0))))
     for feature in (LEFT_EYE, RIGHT_EYE, LEFT_BROW, RIGHT_BROW, LIPS):
@@ -460,5 +460,5 @@ def landmark_skin_mask(rgb: np.ndarray, opaque: np.ndarray | None = None) -> Fac
     face_index = np.flatnonzero(area)
     if allowed is not None:
         face_index = face_index[allowed[face_index]]
-    refine_by_face_colour(mask, flat, index, lab, face_index)
+    refine_by_face_colour(mask, rgb, index, face_index, eye_distance)
     return FaceSkin(mask, face.box, len(faces), sampled, f"face_mesh:{face.detector}")

@@ -125,6 +125,18 @@ def recoloured(portrait: Portrait, tone: int) -> np.ndarray:
 
 
 def truth_ita(rgb: np.ndarray, truth: np.ndarray) -> float:
+    """The face's ITA as the measurement defines it (colorimetry-4.0.0): ITA of the mean linear colour.
+
+    Until colorimetry-3.0.0 this was the median of the per-pixel ITA, the measurement's definition
+    then; a mask equal to the truth gives exactly this value (``test_masks_still_win``).
+    """
+    from colorimetry import skin_tone_stats
+
+    return float(skin_tone_stats(rgb, truth)["ita_median"])
+
+
+def truth_ita_pixel_median(rgb: np.ndarray, truth: np.ndarray) -> float:
+    """The truth before colorimetry-4.0.0: the median of the face's per-pixel ITA."""
     lab = srgb_to_lab(rgb[truth]).astype(np.float64)
     return float(np.median(np.degrees(np.arctan2(lab[:, 0] - 50.0, lab[:, 2]))))
 
