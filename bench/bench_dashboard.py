@@ -6,6 +6,8 @@ at the end), migrates it, and loads the rows with PostgreSQL ``COPY``: Image row
 get dummy file names (no real files: the dashboard never opens them). Then it
 times, in the same run:
 
+(a0) the first computation in a fresh process (imports included: what a worker's first request pays),
+    against reading the labels alone (``phase_labels_load``) in another fresh process,
 (a) the first, uncached dashboard computation (``project_consensus``),
 (b) a cached request of the dashboard page through the Django test Client,
 (c) the per-image page (filtered and sorted) and its JSON API,
@@ -27,7 +29,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from _pg_study import admin as _admin  # noqa: E402
 from _pg_study import database_fresh, study_load  # noqa: E402
 
-DB_NAME = "fairtone_bench"
+DB_NAME = os.environ.get("BENCH_DB", "fairtone_bench")
 
 
 def _timed(function, repeat: int) -> list[float]:
@@ -41,6 +43,31 @@ def _timed(function, repeat: int) -> list[float]:
 
 def _fmt(times: list[float]) -> str:
     return f"median {statistics.median(times) * 1000:8.1f} ms  (min {min(times) * 1000:.1f}, n={len(times)})"
+
+
+_FRESH = """
+import os, sys, time
+sys.path.insert(0, {root!r})
+os.environ["DATABASE_URL"] = {url!r}
+os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings.test"
+start = time.perf_counter()
+import django
+django.setup()
+from labeling.models import Phase
+from labeling.services import consensus as svc
+phase = Phase.objects.select_related("project").get(pk={phase_id})
+{body}
+print(time.perf_counter() - start)
+"""
+
+
+def _fresh(phase_id: int, body: str) -> float:
+    """Seconds a fresh Python process takes from start to the end of ``body`` (Django set-up included)."""
+    import subprocess
+
+    code = _FRESH.format(root=str(ROOT), url=os.environ["DATABASE_URL"], phase_id=phase_id, body=body)
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, cwd=ROOT)
+    return float(out.stdout.strip().splitlines()[-1])
 
 
 def main(n_images: int = 100_000, n_labelers: int = 4) -> None:
@@ -60,6 +87,20 @@ def main(n_images: int = 100_000, n_labelers: int = 4) -> None:
         lead, project, main_phase = study_load(n_images, n_labelers)
         n_labels = main_phase.labels.count()
         print(f"set-up: {n_images:,} images, {n_labels:,} labels in {time.perf_counter() - start:.1f} s (COPY)")
+
+        # (a0) the first computation in a fresh process, against reading the labels in a fresh process.
+        cache.clear()
+        fresh_first, fresh_load = [], []
+        for _ in range(3):
+            cache.clear()
+            fresh_load.append(_fresh(main_phase.id, "svc.phase_labels_load(phase)"))
+            cache.clear()
+            fresh_first.append(_fresh(main_phase.id, "svc.project_consensus(phase.project, phase)"))
+        print(
+            f"(a0) first computation, fresh process: {_fmt(fresh_first)}; reading the labels alone, fresh "
+            f"process: {_fmt(fresh_load)}; ratio {statistics.median(fresh_first) / statistics.median(fresh_load):.2f}x"
+            f" (goal: first computation <= 1 s)"
+        )
 
         # (a) first, uncached computation (cleared cache each time).
         def uncached():
