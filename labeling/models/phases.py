@@ -106,7 +106,11 @@ class Assignment(models.Model):
         ordering = ["phase_id", "labeler_id", "position"]
         constraints = [
             models.UniqueConstraint(fields=["phase", "labeler", "image"], name="unique_assignment_image"),
-            models.UniqueConstraint(fields=["phase", "labeler", "position"], name="unique_assignment_position"),
+            # Position first (issue 24): an index that starts (phase, labeler, position) serves "the next
+            # open ones by position" as well as the partial index below, and right after a phase opens (the
+            # statistics still say no assignment is done) the planner took it and walked past every done one.
+            # Starting with position it still enforces the rule and answers lookups of one position.
+            models.UniqueConstraint(fields=["position", "phase", "labeler"], name="unique_assignment_position"),
         ]
         indexes = [
             # The next image of a labeler's queue: the first open assignment by position.
