@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("labeling", "0018_image_boxes_i23"),
+        ("labeling", "0019_audit_chain_i26"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
