@@ -23,6 +23,9 @@ from pathlib import Path
 import pytest
 import requests
 
+# A server in a subprocess and 70 concurrent submits: the slow tier (CI runs it, bin/test --fast skips it).
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 LABELERS = 10
 IMAGES = 7  # each labeler labels every image of calibration 1: 70 submits

@@ -12,7 +12,8 @@ from labeling.services.scales import scales_ensure_builtin
 from tests.factories import MembershipFactory, UserFactory
 from tests.labeling.helpers import add_images, open_calibration_1
 
-pytestmark = pytest.mark.browser
+# The CSP walk (~13 s): the slow tier, which CI runs and ``bin/test --fast`` skips (issue 24).
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 PASSWORD = "pw-test-123"
 
 
