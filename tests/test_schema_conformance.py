@@ -178,7 +178,7 @@ def _failure_line(failure: Failure) -> str:
     return f"{failure.title}: {message[:160]}"
 
 
-@pytest.mark.slow  # the deep schemathesis run (~31 s): CI runs it, bin/test --fast skips it (issue 24)
+@pytest.mark.slow  # the schemathesis run (~31 s; the deep one below too): CI runs it, bin/test --fast skips it (issue 24)
 @pytest.mark.django_db
 def test_the_api_answers_as_its_schema_says(wsgi_app):
     _schema_run(wsgi_app, POSITIVE, NEGATIVE, UNKNOWN_IDS)
