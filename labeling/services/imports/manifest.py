@@ -31,6 +31,7 @@ RESERVED_COLUMNS = ("image_id", "subject_id", "mask", "mask_kind", *BOX_COLUMNS)
 # every other extra column is an attribute of the subject.
 IMAGE_ATTRIBUTE_PREFIX = "image."
 _INT = re.compile(r"[+-]?(0|[1-9]\d*)")
+_LEADING_ZERO = re.compile(r"[+-]?0\d+")  # "007": an identifier, kept as text (not 7.0)
 _FLOAT = re.compile(r"[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?")
 # Cells a spreadsheet would run as a formula (OWASP "CSV injection").
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -88,7 +89,7 @@ def parse_cell(text: str) -> str | int | float | None:
             return int(value)
         except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits): kept as text
             return value
-    if _FLOAT.fullmatch(value):
+    if _FLOAT.fullmatch(value) and not _LEADING_ZERO.fullmatch(value):
         number = float(value)
         return number if math.isfinite(number) else value
     return value
@@ -198,8 +199,8 @@ def csv_delimiter(header: str) -> str:
 
     Examples
     --------
-    >>> csv_delimiter("file,subject_id"), csv_delimiter("image_id;labeler;tones"), csv_delimiter("a\tb")
-    (',', ';', '\t')
+    >>> csv_delimiter("file,subject_id"), csv_delimiter("image_id;labeler;tones"), csv_delimiter("a\\tb")
+    (',', ';', '\\t')
     """
     if header.count(",") or not header.strip():
         return ","
