@@ -6,7 +6,7 @@ import re
 import pytest
 from django.core.cache import cache
 
-from labeling.models import Image, ImageBaseline, Label, Phase, Subject
+from labeling.models import Image, ImageBaseline, Label, Membership, Phase, Subject
 from labeling.services import baselines as baseline_services
 from labeling.services.consensus import phase_summary, test_retest_compute
 from labeling.services.phases import phase_close, phase_get, phase_open
@@ -424,3 +424,27 @@ def test_alpha_on_the_card_follows_the_coefficient_rule(study):
         else:
             assert f"{text}{s['value']:.3f} (95% CI {s['low']:.3f} to {s['high']:.3f}" in agreement
     assert service["interval"]["too_wide"]  # so the hidden branch above ran
+
+
+def test_labelers_gender_is_the_labelers_own_and_the_team_summary_counts_only_shared_profiles(study, labelers):
+    """A subject attribute named 'gender' does not describe the labelers table's gender (the labeler's own);
+    the card's team line counts profiles only of labelers who agreed to share them."""
+    project = study["project"]
+    memberships = list(Membership.objects.filter(project=project, id__in=[m.id for m in labelers]).order_by("id"))
+    for i, membership in enumerate(memberships):
+        membership.gender = f"gender-{i}"
+        membership.share_profile = i < 2
+        membership.save()
+    facts = make_facts(project)
+    labelers_gender = next(c for c in facts["fields"]["labelers"] if c["name"] == "gender")
+    assert "Subject attribute" not in labelers_gender["meaning"]
+    assert "labeler's own gender" in labelers_gender["meaning"]
+    images_gender = next(c for c in facts["fields"]["images"] if c["name"] == "gender")
+    assert images_gender["meaning"].startswith("Subject attribute")
+    assert facts["team"]["n_labelers"] == 4 and facts["team"]["n_profiles_given"] == 2
+    given = {row["value"] for row in facts["team"]["profile"]["gender"]}
+    assert given == {"gender-0", "gender-1"}
+    markdown = card_render(facts)["data_card.md"].decode()
+    process = section(markdown, "Labeling process")
+    assert "Profiles of the 2 who agreed to share them" in process
+    assert "gender-2" not in markdown and "gender-3" not in markdown
