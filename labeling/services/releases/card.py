@@ -325,7 +325,9 @@ def _alpha_text(alpha: dict) -> str:
     if q.get("tentative") is not None and q.get("reliable") is not None:
         text += (
             f" Bootstrap chance that alpha falls below .667: {q['tentative']:.1%}; below .800: {q['reliable']:.1%} "
-            "(Hayes & Krippendorff's q). The interval resamples images and is conditional on this labeler panel."
+            "(Hayes & Krippendorff's q). "
+            f"The interval resamples {alpha.get('resampled', 'images')}, not the labelers: it is conditional on "
+            "this labeler panel."
         )
     interval = alpha["interval"]
     if interval["value"] is not None:

@@ -599,7 +599,10 @@ def _alpha(block: dict[str, Any]) -> dict[str, Any]:
         },
         "confidence": block["confidence"],
         "n_resamples": block["n_resamples"],
-        "interval_method": ALPHA_INTERVAL,
+        "interval_method": ALPHA_INTERVAL
+        if block.get("resampled", "images") == "images"
+        else ALPHA_INTERVAL.replace("image bootstrap", "subject bootstrap (a person's photos resampled together)"),
+        "resampled": block.get("resampled", "images"),
     }
 
 
