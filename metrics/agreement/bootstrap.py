@@ -262,8 +262,9 @@ def bootstrap_alpha(
     value_domain: npt.ArrayLike | None = None,
     *,
     counts: npt.ArrayLike | None = None,
+    clusters: npt.ArrayLike | None = None,
 ) -> AlphaBootstrap:
-    """Krippendorff's alpha with a BCa bootstrap confidence interval over items.
+    """Krippendorff's alpha with a BCa bootstrap confidence interval over items (or clusters of items).
 
     Items (images) are resampled with replacement; the interval is BCa (see the module docstring),
     the jackknife over items gives its acceleration. Only pairable items (two or
@@ -301,6 +302,11 @@ def bootstrap_alpha(
         value of each column (default ``0..V-1``).
     counts : array_like, shape (n_items, n_values), optional, keyword-only
         Items x values count matrix instead of ``reliability_data``.
+    clusters : array_like, shape (n_items,), optional, keyword-only
+        The unit each item belongs to (a subject: several photos of one person are not independent).
+        Whole clusters are resampled, and the jackknife leaves out one cluster: the interval is over
+        subjects, not images. Default: each item is its own unit. Either way the interval is
+        conditional on the labelers who labelled (they are not resampled).
 
     Returns
     -------
@@ -342,6 +348,12 @@ def bootstrap_alpha(
             raise ValueError("value_domain must have one entry per column of counts.")
 
     m = count_matrix.sum(axis=1) if count_matrix.size else np.zeros(0)
+    group: np.ndarray | None = None
+    if clusters is not None:
+        group = np.asarray(clusters).ravel()
+        if group.size != count_matrix.shape[0]:
+            raise ValueError("clusters must have one entry per item.")
+        group = group[m >= 2] if m.size else group
     pairable = count_matrix[m >= 2] if count_matrix.size else count_matrix
     n_items = int(pairable.shape[0])
     n_pairable = int(m[m >= 2].sum()) if m.size else 0
@@ -359,13 +371,25 @@ def bootstrap_alpha(
     if n_items == 0 or values.size < 2:
         return empty
 
-    patterns, frequency = _count_patterns(pairable)
-    # Upper triangle of each pattern's (c c^T - diag(c)) / (m - 1): K x V(V+1)/2.
-    pattern_counts = patterns.astype(np.float64)
     rows, cols = np.triu_indices(values.size)
-    contributions = pattern_counts[:, rows] * pattern_counts[:, cols]
-    contributions[:, rows == cols] -= pattern_counts
-    contributions /= (pattern_counts.sum(axis=1) - 1)[:, None]
+
+    def upper_contributions(item_counts: np.ndarray) -> np.ndarray:
+        # Upper triangle of each row's (c c^T - diag(c)) / (m - 1): rows x V(V+1)/2.
+        c = item_counts.astype(np.float64)
+        upper = c[:, rows] * c[:, cols]
+        upper[:, rows == cols] -= c
+        upper /= (c.sum(axis=1) - 1)[:, None]
+        return upper
+
+    if group is None:
+        patterns, frequency = _count_patterns(pairable)
+        contributions = upper_contributions(patterns)
+    else:
+        # A cluster contributes the sum of its items' coincidences; identical clusters are one kind.
+        _, cluster_index = np.unique(group, return_inverse=True)
+        per_cluster = np.zeros((int(cluster_index.max()) + 1, rows.size))
+        np.add.at(per_cluster, cluster_index.ravel(), upper_contributions(pairable))
+        contributions, frequency = np.unique(per_cluster, axis=0, return_counts=True)
     estimate, low, high, pct_low, pct_high, alphas = _pattern_bootstrap(
         contributions,
         frequency,

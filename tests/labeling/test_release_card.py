@@ -3,10 +3,11 @@
 import json
 import re
 
+import numpy as np
 import pytest
 from django.core.cache import cache
 
-from labeling.models import Image, ImageBaseline, Label, Phase, Subject
+from labeling.models import Image, ImageBaseline, Label, Membership, Phase, Subject
 from labeling.services import baselines as baseline_services
 from labeling.services.consensus import phase_summary, test_retest_compute
 from labeling.services.phases import phase_close, phase_get, phase_open
@@ -58,9 +59,10 @@ DIFF = {
 @pytest.fixture
 def study(project, labelers):
     """Calibration 1: 8 images x 4 labelers (enough data); calibration 2: 2 images (too little data)."""
-    images = add_images(project, 12, subjects=4)
+    # One photo per subject: with repeated subjects alpha's interval resamples subjects (4 here: too wide).
+    images = add_images(project, 12, subjects=12)
     for i, subject in enumerate(Subject.objects.filter(project=project).order_by("external_id")):
-        subject.attributes = {"gender": ["woman", "man", "woman", None][i], "age": 30 + i}
+        subject.attributes = {"gender": ["woman", "man", "woman", None][i % 4], "age": 30 + i % 4}
         subject.save()
     cal1 = open_calibration_1(project, size=10, cal1=8, labels_per_image=4)
     cal1_ids = set(cal1.phase_images.values_list("image_id", flat=True))
@@ -147,7 +149,7 @@ def test_every_section_is_present_and_the_numbers_are_the_databases(study):
     # Composition: images, subjects and each attribute value counted from the rows.
     composition = facts["composition"]
     assert composition["n_images"] == Image.objects.filter(project=project).count() == 12
-    assert composition["n_subjects"] == Subject.objects.filter(project=project).count() == 4
+    assert composition["n_subjects"] == Subject.objects.filter(project=project).count() == 12
     gender = next(a for a in composition["attributes"] if a["key"] == "gender")
     counts = {row["value"]: row["share"]["k"] for row in gender["values"]}
     subjects = list(Subject.objects.filter(project=project))
@@ -424,3 +426,44 @@ def test_alpha_on_the_card_follows_the_coefficient_rule(study):
         else:
             assert f"{text}{s['value']:.3f} (95% CI {s['low']:.3f} to {s['high']:.3f}" in agreement
     assert service["interval"]["too_wide"]  # so the hidden branch above ran
+
+
+def test_labelers_gender_is_the_labelers_own_and_the_team_summary_counts_only_shared_profiles(study, labelers):
+    """A subject attribute named 'gender' does not describe the labelers table's gender (the labeler's own);
+    the card's team line counts profiles only of labelers who agreed to share them."""
+    project = study["project"]
+    memberships = list(Membership.objects.filter(project=project, id__in=[m.id for m in labelers]).order_by("id"))
+    for i, membership in enumerate(memberships):
+        membership.gender = f"gender-{i}"
+        membership.share_profile = i < 2
+        membership.save()
+    facts = make_facts(project)
+    labelers_gender = next(c for c in facts["fields"]["labelers"] if c["name"] == "gender")
+    assert "Subject attribute" not in labelers_gender["meaning"]
+    assert "labeler's own gender" in labelers_gender["meaning"]
+    images_gender = next(c for c in facts["fields"]["images"] if c["name"] == "gender")
+    assert images_gender["meaning"].startswith("Subject attribute")
+    assert facts["team"]["n_labelers"] == 4 and facts["team"]["n_profiles_given"] == 2
+    given = {row["value"] for row in facts["team"]["profile"]["gender"]}
+    assert given == {"gender-0", "gender-1"}
+    markdown = card_render(facts)["data_card.md"].decode()
+    process = section(markdown, "Labeling process")
+    assert "Profiles of the 2 who agreed to share them" in process
+    assert "gender-2" not in markdown and "gender-3" not in markdown
+
+
+def test_alpha_interval_resamples_subjects_when_photos_repeat_a_person(project, labelers):
+    """Two photos per person: alpha's interval resamples subjects and the card says so (issue 22)."""
+    from labeling.services.consensus.summary import image_subject_units
+
+    images = add_images(project, 12, subjects=6)
+    ids = np.array([image.id for image in images])
+    units = image_subject_units(project.id, ids)
+    assert units is not None and np.unique(units).size == 6
+    assert image_subject_units(project.id, ids[:6]) is None  # each person once: the image bootstrap
+    cal1 = open_calibration_1(project, size=12, cal1=12, labels_per_image=4)
+    for labeler, row in zip(labelers, TONES, strict=True):
+        for k, a in enumerate(cal1.assignments.filter(labeler=labeler).order_by("image_id")):
+            tones = row[k % len(row)]
+            submit(cal1, labeler, a.image_id, tones=tones if isinstance(tones, tuple) else (tones,))
+    assert phase_summary(cal1)["agreement"]["alpha"]["resampled"] == "subjects"

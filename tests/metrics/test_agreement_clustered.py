@@ -11,6 +11,7 @@ import math
 import numpy as np
 import pytest
 
+from metrics import agreement
 from metrics.agreement import (
     cluster_bootstrap_proportion,
     clustered_proportion,
@@ -127,3 +128,50 @@ def test_bootstrap_agrees_with_the_analytic_interval_on_many_images():
     low, high = cluster_bootstrap_proportion(y, m, n_resamples=2000, seed=1)
     assert low == pytest.approx(analytic.low, abs=0.006) and high == pytest.approx(analytic.high, abs=0.006)
     assert cluster_bootstrap_proportion(y, m, seed=1) == cluster_bootstrap_proportion(y, m, seed=1)
+
+
+def _repeated_subjects(rng, n_subjects, photos, n_labelers=4):
+    """Each subject's photos share the labelers' reading of that person (one draw per subject)."""
+    truth = rng.integers(1, 11, size=n_subjects)
+    per_subject = np.clip(truth + rng.integers(-2, 3, size=(n_labelers, n_subjects)), 1, 10).astype(float)
+    data = np.repeat(per_subject, photos, axis=1)
+    return data, np.repeat(np.arange(n_subjects), photos)
+
+
+def test_bootstrap_alpha_with_one_item_per_cluster_is_the_item_bootstrap():
+    rng = np.random.default_rng(3)
+    data = np.clip(rng.integers(1, 11, size=60) + rng.integers(-1, 2, size=(4, 60)), 1, 10).astype(float)
+    data[0, :5] = np.nan
+    items = agreement.bootstrap_alpha(data, n_resamples=400, seed=1)
+    clustered = agreement.bootstrap_alpha(data, n_resamples=400, seed=1, clusters=np.arange(60)[::-1])
+    assert clustered.estimate == pytest.approx(items.estimate, abs=1e-12)
+    assert clustered.n_items == items.n_items
+    # Same units, possibly in another kind order: the intervals agree to resampling noise.
+    assert clustered.low == pytest.approx(items.low, abs=0.03)
+    assert clustered.high == pytest.approx(items.high, abs=0.03)
+
+
+def test_bootstrap_alpha_resamples_subjects_when_they_repeat():
+    """Five photos per person: the subject bootstrap is wider than the image bootstrap, and covers
+    the alpha of fresh subjects about as often as it says (the image bootstrap covers it far less)."""
+    rng = np.random.default_rng(7)
+    widths_items, widths_subjects, cover_items, cover_subjects = [], [], 0, 0
+    reference = agreement.krippendorff_alpha(_repeated_subjects(rng, 20000, 1)[0], "ordinal")
+    runs = 60
+    for _ in range(runs):
+        data, subjects = _repeated_subjects(rng, 30, 5)
+        items = agreement.bootstrap_alpha(data, n_resamples=300, seed=0)
+        by_subject = agreement.bootstrap_alpha(data, n_resamples=300, seed=0, clusters=subjects)
+        assert by_subject.estimate == pytest.approx(items.estimate, abs=1e-12)
+        widths_items.append(items.high - items.low)
+        widths_subjects.append(by_subject.high - by_subject.low)
+        cover_items += items.low <= reference <= items.high
+        cover_subjects += by_subject.low <= reference <= by_subject.high
+    assert np.median(widths_subjects) > 1.8 * np.median(widths_items)
+    assert cover_subjects >= 0.85 * runs
+    assert cover_items <= 0.7 * runs
+
+
+def test_bootstrap_alpha_clusters_must_match_items():
+    with pytest.raises(ValueError, match="one entry per item"):
+        agreement.bootstrap_alpha(np.ones((2, 4)), clusters=[0, 1])

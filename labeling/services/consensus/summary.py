@@ -14,7 +14,7 @@ import pandas as pd
 from metrics import agreement
 from metrics.agreement.bootstrap import INTERVAL_METHOD
 
-from ...models import Phase
+from ...models import Image, Phase
 from . import numbers
 from .labelers import labelers_statistics
 from .loading import PhaseLabels, distribution, phase_labels_load, value_categories
@@ -62,7 +62,9 @@ def phase_summary_compute(phase: Phase, *, n_tones: int, allow_pairs: bool = Tru
     invalid_cells = ~np.isnan(data.first) & np.isnan(values)
     summary = {
         **_counts(phase, data, invalid_cells, n_images_2plus),
-        "agreement": _agreement_block(table, values.T, several, reason),
+        "agreement": _agreement_block(
+            table, values.T, several, reason, clusters=image_subject_units(phase.project_id, data.image_ids)
+        ),
         "agreement_intervals": _rate_intervals(table, several, reason),
         **_spread(table, values.T, several),
         "label_distribution": _label_distribution(data, values, invalid_cells, categories, n_tones),
@@ -123,7 +125,9 @@ def _all_images_agreement(phase: Phase, data: PhaseLabels) -> dict | None:
         "n_images": int(everything.image_ids.size),
         "n_images_2plus": n_images_2plus,
         "n_new_images": int(data.image_ids.size),
-        "agreement": _agreement_block(table, values.T, several, reason),
+        "agreement": _agreement_block(
+            table, values.T, several, reason, clusters=image_subject_units(phase.project_id, everything.image_ids)
+        ),
         "agreement_intervals": _rate_intervals(table, several, reason),
         "definition": (
             "all calibration-2 images, the repeated calibration-1 images included (each labeler's "
@@ -147,7 +151,14 @@ def _counts(phase: Phase, data: PhaseLabels, invalid_cells: np.ndarray, n_images
     }
 
 
-def _agreement_block(table: pd.DataFrame, reliability: np.ndarray, several: np.ndarray, reason: str | None) -> dict:
+def _agreement_block(
+    table: pd.DataFrame,
+    reliability: np.ndarray,
+    several: np.ndarray,
+    reason: str | None,
+    *,
+    clusters: np.ndarray | None = None,
+) -> dict:
     """Consensus rates, percent agreement, Krippendorff's alpha and Fleiss' kappa (labelers x images input)."""
     n_images_2plus = int(several.sum())
 
@@ -164,7 +175,7 @@ def _agreement_block(table: pd.DataFrame, reliability: np.ndarray, several: np.n
         "complete_consensus": rate("complete_consensus"),
         "percent_exact": pair_agreement(reliability, 0.0, reason),
         "percent_within_one": pair_agreement(reliability, 1.0, reason),
-        "alpha": alpha_block(counts, domain, n_images_2plus),
+        "alpha": alpha_block(counts, domain, n_images_2plus, clusters=clusters),
         "fleiss_kappa": _fleiss(counts, n_images_2plus),
     }
 
@@ -224,7 +235,26 @@ def _add_row_shares(summary: dict) -> None:
         row["share"] = wilson_share(row["n_items"], total, unit="images with 2+ labels")
 
 
-def alpha_block(counts: np.ndarray, domain: np.ndarray, n_images: int, *, lean: bool = False) -> dict:
+def image_subject_units(project_id: int, image_ids: np.ndarray) -> np.ndarray | None:
+    """The bootstrap unit of each image: its subject, or the image itself when the subject is unknown.
+
+    None when no subject has two of these images: the image bootstrap is then the subject bootstrap
+    (and keeps its numbers). Several photos of one person are not independent (issue 22).
+    """
+    subject_of = dict(
+        Image.objects.filter(project_id=project_id, subject__isnull=False).values_list("id", "subject_id").iterator()
+    )
+    # Images without a subject get a unit of their own: negative, so never a subject's id.
+    units = np.array([subject_of.get(int(i), -int(i)) for i in image_ids], dtype=np.int64)
+    known = units[units > 0]
+    if known.size == np.unique(known).size:
+        return None
+    return units
+
+
+def alpha_block(
+    counts: np.ndarray, domain: np.ndarray, n_images: int, *, lean: bool = False, clusters: np.ndarray | None = None
+) -> dict:
     """Ordinal alpha and interval alpha, each with its BCa bootstrap interval over images.
 
     Each is a :func:`coefficient_stat` ("too little data" under ``MIN_IMAGES`` images or when the
@@ -242,6 +272,7 @@ def alpha_block(counts: np.ndarray, domain: np.ndarray, n_images: int, *, lean: 
             "confidence": CONFIDENCE,
             "n_resamples": N_RESAMPLES,
             "max_width": MAX_COEFFICIENT_WIDTH,
+            "resampled": "subjects" if clusters is not None else "images",
         }
     levels = {}
     for level in ("ordinal", "interval"):
@@ -252,6 +283,7 @@ def alpha_block(counts: np.ndarray, domain: np.ndarray, n_images: int, *, lean: 
             n_resamples=N_RESAMPLES,
             confidence=CONFIDENCE,
             seed=0,
+            clusters=clusters,
         )
         levels[level] = coefficient_stat(
             boot.estimate, boot.low, boot.high, n_images, conclusive_below=agreement.ALPHA_TENTATIVE
@@ -267,7 +299,14 @@ def alpha_block(counts: np.ndarray, domain: np.ndarray, n_images: int, *, lean: 
     ordinal["interpretation"] = (
         None if ordinal["value"] is None else agreement.read_alpha_interval(ordinal["low"], ordinal["high"])
     )
-    return {**levels, "confidence": CONFIDENCE, "n_resamples": N_RESAMPLES, "max_width": MAX_COEFFICIENT_WIDTH}
+    return {
+        **levels,
+        "confidence": CONFIDENCE,
+        "n_resamples": N_RESAMPLES,
+        "max_width": MAX_COEFFICIENT_WIDTH,
+        # What the interval resamples; it never resamples the labelers (conditional on this panel).
+        "resampled": "subjects" if clusters is not None else "images",
+    }
 
 
 def _fleiss(counts: np.ndarray, n_images: int) -> dict:

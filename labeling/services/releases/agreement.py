@@ -25,7 +25,7 @@ from metrics import agreement
 
 from ...models import Label, Phase
 from ..consensus import MIN_IMAGES, WIDE_RANGE, too_little
-from ..consensus.summary import alpha_block, consensus_rate
+from ..consensus.summary import alpha_block, consensus_rate, image_subject_units
 from .finalise import STREAM_ROWS, _whole_result_plans
 
 #: Images reduced at a time. Measured at 250,000 images x 4 labels: 10,000 a chunk added 60 MB of RSS while
@@ -90,6 +90,7 @@ def phase_agreement(phase: Phase, *, chunk_images: int = AGREEMENT_CHUNK_IMAGES)
     domain = _value_domain(phase)
     count_type = np.int8 if labeler_ids.size <= np.iinfo(np.int8).max else np.int32
     counts_parts: list[np.ndarray] = []
+    image_parts: list[np.ndarray] = []
     k_of_n: Counter = Counter()
     unique_values: Counter = Counter()
     totals = Counter()
@@ -121,6 +122,7 @@ def phase_agreement(phase: Phase, *, chunk_images: int = AGREEMENT_CHUNK_IMAGES)
         totals["uncertain"] += int(table["any_uncertainty"].sum())
         reliability = agreement.selection_values(first, second).T
         counts_parts.append(agreement.value_counts(reliability, domain)[1].astype(count_type))
+        image_parts.append(image_ids)
         for n, k, n_items in agreement.k_of_n_agreement(reliability)[["n_labels", "k_agreed", "n_items"]].itertuples(
             index=False
         ):
@@ -146,7 +148,15 @@ def phase_agreement(phase: Phase, *, chunk_images: int = AGREEMENT_CHUNK_IMAGES)
             "near_consensus": rate("near_consensus"),
             "overlap_consensus": rate("overlap_consensus"),
             "complete_consensus": rate("complete_consensus"),
-            "alpha": alpha_block(counts, domain, n_2plus, lean=True),
+            "alpha": alpha_block(
+                counts,
+                domain,
+                n_2plus,
+                lean=True,
+                clusters=image_subject_units(
+                    phase.project_id, np.concatenate(image_parts) if image_parts else np.zeros(0, dtype=np.int64)
+                ),
+            ),
         },
         "k_of_n": [{"n_labels": n, "k_agreed": k, "n_items": c} for (n, k), c in sorted(k_of_n.items())],
         "unique_values": [{"n_unique_values": u, "n_items": c} for u, c in sorted(unique_values.items())],

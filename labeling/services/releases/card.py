@@ -246,10 +246,16 @@ def _process(facts: dict) -> list[Block]:
             + f"Skip reasons offered: {skips}."
         ),
         _p(
-            f"Team: {team['n_labelers']} labelers (profiles as given, counted over the team, never per person). "
-            f"Gender: {_profile(team['profile']['gender'])}. "
-            f"Region of upbringing: {_profile(team['profile']['region_of_upbringing'])}. "
-            f"Expertise: {_profile(team['profile']['expertise'])}."
+            f"Team: {team['n_labelers']} labelers. "
+            + (
+                f"Profiles of the {team['n_profiles_given']} who agreed to share them (as each gave them, counted, "
+                "never per person): "
+                f"gender: {_profile(team['profile']['gender'])}; "
+                f"region of upbringing: {_profile(team['profile']['region_of_upbringing'])}; "
+                f"expertise: {_profile(team['profile']['expertise'])}."
+                if team.get("n_profiles_given", team["n_labelers"])
+                else "No labeler agreed to share a profile."
+            )
         ),
     ]
     rows = []
@@ -319,7 +325,9 @@ def _alpha_text(alpha: dict) -> str:
     if q.get("tentative") is not None and q.get("reliable") is not None:
         text += (
             f" Bootstrap chance that alpha falls below .667: {q['tentative']:.1%}; below .800: {q['reliable']:.1%} "
-            "(Hayes & Krippendorff's q). The interval resamples images and is conditional on this labeler panel."
+            "(Hayes & Krippendorff's q). "
+            f"The interval resamples {alpha.get('resampled', 'images')}, not the labelers: it is conditional on "
+            "this labeler panel."
         )
     interval = alpha["interval"]
     if interval["value"] is not None:
@@ -375,7 +383,12 @@ def _agreement(facts: dict) -> list[Block]:
             )
         )
         if phase["k_of_n"]:
-            blocks.append(_p(f"k of n labelers agreed exactly ({d['k_of_n']}):"))
+            blocks.append(
+                _p(
+                    f"k of n labelers agreed exactly ({d['k_of_n']}; between labelers, so calibration-2 "
+                    "repeats, the test-retest labels, are left out):"
+                )
+            )
             blocks.append(
                 _table(
                     ["Labels on the image (n)", "Largest agreeing group (k)", "Images (share of those with n, 95% CI)"],

@@ -169,7 +169,7 @@ FIELD_MEANINGS: dict[str, dict[str, str]] = {
         "profile_shared": "Whether the labeler agreed to share the profile fields below (empty otherwise).",
         "expertise": "Shared profile field: the labeler's expertise, as the labeler gave it.",
         "region_of_upbringing": "Shared profile field: region of upbringing (it changes labels systematically).",
-        "gender": "Shared profile field: gender, as the labeler gave it.",
+        "gender": "Shared profile field: the labeler's own gender, as the labeler described it (not the subject's).",
     },
 }
 
@@ -516,13 +516,12 @@ def _team(project: Project) -> dict[str, Any]:
     labelled = set(
         Label.objects.filter(phase__project=project).order_by().values_list("labeler_id", flat=True).distinct()
     )
-    rows = list(
-        Membership.objects.filter(project=project, id__in=labelled).values_list(
-            "gender", "region_of_upbringing", "expertise"
-        )
-    )
+    team = Membership.objects.filter(project=project, id__in=labelled)
+    # Profiles only of those who agreed to share them (Membership.share_profile), counted, never per person.
+    rows = list(team.filter(share_profile=True).values_list("gender", "region_of_upbringing", "expertise"))
     return {
-        "n_labelers": len(rows),
+        "n_labelers": team.count(),
+        "n_profiles_given": len(rows),
         "profile": {
             "gender": _profile_counts([r[0] for r in rows]),
             "region_of_upbringing": _profile_counts([r[1] for r in rows]),
@@ -600,7 +599,10 @@ def _alpha(block: dict[str, Any]) -> dict[str, Any]:
         },
         "confidence": block["confidence"],
         "n_resamples": block["n_resamples"],
-        "interval_method": ALPHA_INTERVAL,
+        "interval_method": ALPHA_INTERVAL
+        if block.get("resampled", "images") == "images"
+        else ALPHA_INTERVAL.replace("image bootstrap", "subject bootstrap (a person's photos resampled together)"),
+        "resampled": block.get("resampled", "images"),
     }
 
 
@@ -878,7 +880,13 @@ def _fields(project: Project) -> dict[str, list[dict[str, str]]]:
     }
     return {
         table: [
-            {"name": name, "meaning": attribute_meaning.get(name) or FIELD_MEANINGS[table].get(name, "")}
+            {
+                "name": name,
+                # Subject attributes are columns of the images table only: the labelers table's gender is the
+                # labeler's own (a subject attribute may share its name).
+                "meaning": (attribute_meaning.get(name) if table == "images" else None)
+                or FIELD_MEANINGS[table].get(name, ""),
+            }
             for name in names
         ]
         for table, names in tables.items()
