@@ -17,8 +17,8 @@ __all__ = [
     "fitzpatrick_from_ita",
 ]
 
-#: ITA skin-colour classes of Chardon et al. (1991), as extended by
-#: Del Bino et al. (2006) with "brown" and "dark": (exclusive lower bound,
+#: ITA skin-colour classes of Chardon et al. (1991) [Chardon1991], as extended by
+#: Del Bino et al. (2006) [DelBino2006] with "brown" and "dark": (exclusive lower bound,
 #: class); a value belongs to the first class whose bound it exceeds.
 ITA_CLASSES: tuple[tuple[float, str], ...] = (
     (55.0, "very_light"),
@@ -51,10 +51,10 @@ class FitzpatrickMapping:
 
 
 #: ITA -> Fitzpatrick thresholds I > 55; II 41-55; III 28-41; IV 19-28;
-#: V 10-19; VI <= 10: what the public code of Groh et al. (2021, "Evaluating
+#: V 10-19; VI <= 10: what the public code of Groh et al. (2021 [Groh2021], "Evaluating
 #: deep neural networks trained on clinical images in dermatology with the
 #: Fitzpatrick 17k dataset", CVPR Workshops; repository mattgroh/fitzpatrick17k)
-#: labels as the mapping of Kinyanjui et al. (2020, "Fairness of classifiers
+#: labels as the mapping of Kinyanjui et al. (2020 [Kinyanjui2020], "Fairness of classifiers
 #: across skin tones in dermatology", MICCAI). Groh et al. themselves report
 #: results with empirical thresholds instead
 #: (:data:`FITZPATRICK_ITA_GROH_2021_EMPIRICAL`). It splits the Chardon "tan"
@@ -97,7 +97,7 @@ FITZPATRICK_ITA_GROH_2021_EMPIRICAL = FitzpatrickMapping(
 
 #: One Fitzpatrick type per Chardon/Del Bino ITA class (very light -> I, ...,
 #: dark -> VI), a one-to-one reading common in public code. Offered for
-#: comparison; Del Bino & Bernerd (2013) stress that ITA classes and
+#: comparison; Del Bino & Bernerd (2013) [DelBinoBernerd2013] stress that ITA classes and
 #: phototypes are related but not equivalent.
 FITZPATRICK_ITA_CHARDON_CLASSES = FitzpatrickMapping(
     name="chardon_classes",

@@ -5,7 +5,7 @@
   white point for the 2 degree observer and skimage's CIE constants. The
   sRGB decoding is a 256-entry lookup table and the arithmetic is float32;
   the difference from skimage's float64 result is below 0.01 in L*, a*, b*.
-* ITA (individual typology angle, Chardon et al. 1991) per skin pixel:
+* ITA (individual typology angle, Chardon et al. 1991) [Chardon1991] per skin pixel:
   ``ITA = degrees(atan2(L* - 50, b*))``. ``atan2`` (not ``atan((L*-50)/b*)``)
   keeps the angle correct for b* <= 0.
 """

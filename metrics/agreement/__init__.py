@@ -14,7 +14,7 @@ Conventions
 
 Krippendorff's alpha is computed from an *items x values* count matrix (how many
 labelers gave each value to each item), which one database aggregate can
-supply, via the coincidence matrix (Krippendorff 2011, "Computing
+supply, via the coincidence matrix (Krippendorff 2011 [Krippendorff2011], "Computing
 Krippendorff's Alpha-Reliability"). Results agree with the ``krippendorff``
 package to about 1e-12.
 

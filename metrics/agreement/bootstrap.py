@@ -1,7 +1,7 @@
 """Krippendorff's alpha and the kappas with a BCa bootstrap confidence interval over items.
 
-The interval is the bias-corrected and accelerated (BCa) bootstrap interval (Efron 1987; Efron and
-Tibshirani 1993, ch. 14) over items (images), not the plain percentile interval: a coefficient's
+The interval is the bias-corrected and accelerated (BCa) bootstrap interval (Efron 1987 [Efron1987]; Efron and
+Tibshirani 1993 [EfronTibshirani1993], ch. 14) over items (images), not the plain percentile interval: a coefficient's
 bootstrap distribution is skewed and biased (alpha is bounded above by 1 and its bootstrap
 distribution sits below the estimate when agreement is high), and the percentile interval of a
 skewed statistic can even leave out the estimate. BCa corrects the median bias (``z0``, from the

@@ -11,14 +11,14 @@ covered it 95-97% (10, 30 and 100 images; exact and within-one agreement; 2 to 4
 
 * estimate ``R = sum(y_i) / sum(m_i)`` (``y_i`` successes, ``m_i`` trials of image ``i``; the pooled
   share, the same number as :func:`~metrics.agreement.percent_exact`);
-* its linearised, cluster-robust variance (Cochran 1977, "Sampling Techniques", 6.11; the CR1 small-
+* its linearised, cluster-robust variance (Cochran 1977 [Cochran1977], "Sampling Techniques", 6.11; the CR1 small-
   sample factor ``n / (n - 1)``)::
 
       var(R) = n / (n - 1) * sum((y_i - R m_i) ** 2) / (sum m_i) ** 2       (n images with m_i > 0)
 
 * the effective number of independent trials ``n_eff = R (1 - R) / var(R)`` (Kish's design effect
   ``deff = M / n_eff`` with ``M = sum m_i``; truncated at ``deff >= 1``, so ``n_eff <= M``), shrunk for
-  the ``n - 1`` degrees of freedom as Korn and Graubard (1998) do: ``n_eff * (z / t_{n-1}) ** 2``;
+  the ``n - 1`` degrees of freedom as Korn and Graubard (1998) [KornGraubard1998] do: ``n_eff * (z / t_{n-1}) ** 2``;
 * the Wilson interval of ``R`` over ``n_eff`` trials (:func:`metrics.intervals.wilson_interval_effective`).
 
 When every pair agrees (or none does) the variance is 0 and says nothing about the clustering; the

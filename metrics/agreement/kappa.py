@@ -1,4 +1,4 @@
-"""Pairwise agreement: percent exact / within one tone, Fleiss' and weighted Cohen's kappa."""
+"""Pairwise agreement: percent exact / within one tone, Fleiss' [Fleiss1971] and weighted Cohen's kappa [Cohen1968]."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Krippendorff's alpha from labels or from an items x values count matrix.
 
-Alpha is computed via the coincidence matrix (Krippendorff 2011, "Computing
+Alpha is computed via the coincidence matrix (Krippendorff 2011 [Krippendorff2011], "Computing
 Krippendorff's Alpha-Reliability"); results agree with the ``krippendorff``
 package (PyPI) to about 1e-12. Also: alpha with each labeler left out, and
 Krippendorff's reading of a value.
@@ -31,7 +31,7 @@ __all__ = [
     "value_counts",
 ]
 
-#: Krippendorff's (2004) thresholds: alpha >= .800 reliable, >= .667 tentative.
+#: Krippendorff's (2004) [Krippendorff2004] thresholds: alpha >= .800 reliable, >= .667 tentative.
 ALPHA_RELIABLE = 0.800
 ALPHA_TENTATIVE = 0.667
 
@@ -106,7 +106,7 @@ def value_counts(
 
 
 def _distance_matrix(values: np.ndarray, n_v: np.ndarray, level: str) -> np.ndarray:
-    """Squared distance between values (Krippendorff 2011, section D).
+    """Squared distance between values (Krippendorff 2011 [Krippendorff2011], section D).
 
     ``n_v`` may have a leading batch dimension (only used by ``ordinal``).
     """
@@ -189,7 +189,7 @@ def alpha_from_counts(
 
     Examples
     --------
-    Krippendorff (2011), 4 observers x 12 units, as counts of values 1..5:
+    Krippendorff (2011) [Krippendorff2011], 4 observers x 12 units, as counts of values 1..5:
 
     >>> counts = [[3, 0, 0, 0, 0], [0, 3, 1, 0, 0], [0, 0, 4, 0, 0],
     ...           [0, 0, 4, 0, 0], [0, 4, 0, 0, 0], [1, 1, 1, 1, 0],
@@ -252,7 +252,7 @@ def krippendorff_alpha(
 
     Examples
     --------
-    Krippendorff (2011), 4 observers x 12 units:
+    Krippendorff (2011) [Krippendorff2011], 4 observers x 12 units:
 
     >>> nan = np.nan
     >>> data = [[1, 2, 3, 3, 2, 1, 4, 1, 2, nan, nan, nan],
@@ -288,7 +288,7 @@ ALPHA_INTERVAL_READINGS = {
 def read_alpha_interval(low: float, high: float) -> str:
     """Krippendorff's reading of alpha taken from its interval, never from the point estimate.
 
-    A reading is stated only where the whole interval supports it (Hayes & Krippendorff 2007 read the
+    A reading is stated only where the whole interval supports it (Hayes & Krippendorff 2007 [HayesKrippendorff2007] read the
     bootstrap distribution against the smallest acceptable alpha, see :func:`alpha_q`): ``"reliable"``
     (lower bound at least .800), ``"tentative"`` (the interval within .667 to .800), ``"at least
     tentative"`` (lower bound at least .667, upper above .800), ``"not reliable"`` (upper bound below
@@ -316,7 +316,7 @@ def read_alpha_interval(low: float, high: float) -> str:
 
 
 def alpha_q(resampled: npt.ArrayLike, alpha_min: float) -> float:
-    """Hayes & Krippendorff's (2007) q: the share of bootstrap resamples of alpha below ``alpha_min``.
+    """Hayes & Krippendorff's (2007) [HayesKrippendorff2007] q: the share of bootstrap resamples of alpha below ``alpha_min``.
 
     The probability of failing to reach the smallest acceptable alpha, under the bootstrap distribution
     (NaN resamples, where alpha is undefined, are left out).

@@ -120,7 +120,8 @@ def labeler_bias(
     reliability_data : array_like, shape (n_labelers, n_items)
         Labels, ``NaN`` for missing.
     by_band : bool
-        If true, break the bias down by tone band: the others' median rounded
+        If true, break the bias down by tone band (where labelers differ most: Schumann et al. 2023
+        [Schumann2023]): the others' median rounded
         half up (2.5 -> 3) to a whole tone.
     labelers : sequence, optional
         Labeler ids (default ``0..n_labelers-1``).

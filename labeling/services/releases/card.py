@@ -1,6 +1,7 @@
 """The data card of a release, laid out from its facts (:func:`.card_facts.card_facts`): Markdown, HTML, JSON, plots.
 
-Purely presentational: no database, no clock. The card is built once as a list of blocks (heading,
+Its sections follow Datasheets for Datasets [Gebru2021], CrowdWorkSheets [Diaz2022] and the Data Cards
+Playbook [Pushkarna2022]. Purely presentational: no database, no clock. The card is built once as a list of blocks (heading,
 paragraph, table, list, note, image, lead-written text) and written twice, as Markdown (plots referenced
 as ``plots/<name>.png``) and as one self-contained HTML page (inline CSS, plots as ``data:`` URIs, no
 external URL, a Content-Security-Policy that allows no script, every text HTML-escaped: the lead-written

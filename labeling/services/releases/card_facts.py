@@ -183,6 +183,7 @@ LIMITATIONS: list[tuple[str, str]] = [
     ),
     (
         "A small labeler team",
+        # The figures: Groh et al. 2022 [Groh2022].
         "The labels come from {n_labelers} labeler(s). A small team's shared habits do not average out; "
         "more labels per image make the consensus more stable (crowd-mean agreement with experts rose from "
         "about 0.68-0.81 with 3 labels to 0.85-0.87 with 24, Groh et al. 2022).",
