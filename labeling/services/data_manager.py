@@ -191,8 +191,59 @@ def _int_param(params, name: str, *, minimum: int = 0, maximum: int = 10**6) -> 
     return value
 
 
-def data_query(project: Project, params) -> DataQuery:
-    """The images matching ``params`` (a QueryDict or dict), sorted; ``ValidationError`` on a bad value.
+@dataclass
+class DataFilters:
+    """A data manager request's filters and order, checked (:func:`data_filters`); ``chosen`` as shown back."""
+
+    chosen: dict[str, str]
+    phase: Phase | None
+    search: str
+    labeler_id: int | None
+    labeler_status: str
+    ordering: str
+    key: str
+    min_labels: int | None
+    max_labels: int | None
+    near: str
+    review: str
+    excluded: str
+    baseline_flag: str
+    attributes: dict[str, str]
+
+    @property
+    def by_stats(self) -> bool:
+        """Whether the label statistics filter or sort (then computed in Python, not SQL)."""
+        return bool(
+            self.min_labels is not None
+            or self.max_labels is not None
+            or self.near
+            or self.key in ("n_labels", "mean", "range")
+        )
+
+
+def _choice(params, name: str, allowed, message: str, *, lower: bool = False) -> str:
+    value = (params.get(name) or "").strip()
+    value = value.lower() if lower else value
+    if value and value not in allowed:
+        raise ValidationError({name: message})
+    return value
+
+
+def _attribute_filters(params) -> dict[str, str]:
+    attributes = {}
+    for item in params.getlist("attr") if hasattr(params, "getlist") else params.get("attr", []) or []:
+        if not str(item).strip():
+            continue
+        name, sep, value = str(item).partition(":")
+        name = name.strip()
+        if not sep or not attribute_key_valid(name):
+            raise ValidationError({"attr": "Use key:value (equality only) with a key of letters, digits and single _."})
+        attributes[name] = value.strip()
+    return attributes
+
+
+def data_filters(project: Project, params) -> DataFilters:
+    """Check a request's filters (``params``: a QueryDict or dict); ``ValidationError`` naming a bad one.
 
     Parameters (all optional): ``search`` (part of the image's or subject's own id, or file name),
     ``phase`` (phase id), ``labeler`` (membership id) and ``labeler_status`` (pending, done,
@@ -205,129 +256,144 @@ def data_query(project: Project, params) -> DataQuery:
     from . import baselines as baseline_services
 
     chosen: dict[str, str] = {}
-    qs = project.images.select_related("subject")
     phase = None
     if phase_id := _int_param(params, "phase", minimum=1, maximum=2**62):
         phase = project.phases.filter(pk=phase_id).first()
         if phase is None:
             raise ValidationError({"phase": "No such phase in this project."})
-        qs = qs.filter(Exists(PhaseImage.objects.filter(phase_id=phase.id, image_id=OuterRef("pk"))))
         chosen["phase"] = str(phase.id)
     if search := (params.get("search") or "").strip()[:SEARCH_MAX]:
-        qs = qs.filter(
-            Q(external_id__icontains=search)
-            | Q(subject__external_id__icontains=search)
-            | Q(original_filename__icontains=search)
-        )
         chosen["search"] = search
-    assignments = Assignment.objects.filter(image_id=OuterRef("pk"))
-    if phase is not None:
-        assignments = assignments.filter(phase_id=phase.id)
     if labeler_id := _int_param(params, "labeler", minimum=1, maximum=2**62):
         if not project.memberships.filter(pk=labeler_id, role=Membership.Role.LABELER).exists():
             raise ValidationError({"labeler": "No such labeler in this project."})
-        assignments = assignments.filter(labeler_id=labeler_id)
         chosen["labeler"] = str(labeler_id)
-    status = (params.get("labeler_status") or "").strip()
+    status = _choice(params, "labeler_status", LABELER_STATUSES, f"One of: {', '.join(LABELER_STATUSES)}.")
     if status:
-        if status not in LABELER_STATUSES:
-            raise ValidationError({"labeler_status": f"One of: {', '.join(LABELER_STATUSES)}."})
-        if status == "pending":
-            qs = qs.filter(Exists(assignments.filter(done_at__isnull=True)))
-        elif status == "done":
-            qs = qs.filter(Exists(assignments)).exclude(Exists(assignments.filter(done_at__isnull=True)))
-        else:
-            qs = qs.exclude(Exists(assignments))
         chosen["labeler_status"] = status
-    elif "labeler" in chosen:
-        qs = qs.filter(Exists(assignments))
-
     ordering = (params.get("ordering") or "external_id").strip()
     key = ordering.removeprefix("-")
     if key not in SORTS:
         raise ValidationError({"ordering": f"One of: {', '.join(SORTS)} (with - for descending)."})
     min_labels = _int_param(params, "min_labels")
     max_labels = _int_param(params, "max_labels")
-    near = (params.get("near_consensus") or "").strip().lower()
-    if near and near not in ("true", "false"):
-        raise ValidationError({"near_consensus": "true or false."})
+    near = _choice(params, "near_consensus", ("true", "false"), "true or false.", lower=True)
     if min_labels is not None:
         chosen["min_labels"] = str(min_labels)
     if max_labels is not None:
         chosen["max_labels"] = str(max_labels)
     if near:
         chosen["near_consensus"] = near
-    by_stats = min_labels is not None or max_labels is not None or near or key in ("n_labels", "mean", "range")
-
-    review = (params.get("review") or "").strip()
+    review = _choice(params, "review", REVIEW_STATES, f"One of: {', '.join(REVIEW_STATES)}.")
     if review:
-        if review not in REVIEW_STATES:
-            raise ValidationError({"review": f"One of: {', '.join(REVIEW_STATES)}."})
-        decisions = ReviewDecision.objects.filter(image_id=OuterRef("pk"))
-        qs = qs.exclude(Exists(decisions)) if review == "open" else qs.filter(Exists(decisions.filter(state=review)))
         chosen["review"] = review
-
-    excluded = (params.get("excluded") or "").strip().lower()
+    excluded = _choice(params, "excluded", ("true", "false"), "true or false.", lower=True)
     if excluded:
-        if excluded not in ("true", "false"):
-            raise ValidationError({"excluded": "true or false."})
-        # EXISTS on the partial unique index of open exclusions (one probe per image).
-        open_exclusions = ImageExclusion.objects.filter(image_id=OuterRef("pk"), included_at__isnull=True)
-        qs = qs.filter(Exists(open_exclusions)) if excluded == "true" else qs.exclude(Exists(open_exclusions))
         chosen["excluded"] = excluded
-
-    current = baseline_services.baselines_current(project).filter(image_id=OuterRef("pk"))
-    flag = (params.get("baseline_flag") or "").strip()
+    flag = _choice(
+        params,
+        "baseline_flag",
+        ("missing", "none", *baseline_services.FLAG_NAMES),
+        f"One of: none, missing, {', '.join(baseline_services.FLAG_NAMES)}.",
+    )
     if flag:
-        if flag == "missing":
-            qs = qs.exclude(Exists(current))
-        elif flag == "none":
-            qs = qs.filter(Exists(current.filter(status=ImageBaseline.Status.OK, flags=[])))
-        elif flag in baseline_services.FLAG_NAMES:
-            qs = qs.filter(Exists(current.filter(flags__icontains=f'"{flag}"')))
-        else:
-            raise ValidationError(
-                {"baseline_flag": f"One of: none, missing, {', '.join(baseline_services.FLAG_NAMES)}."}
-            )
         chosen["baseline_flag"] = flag
-    if key == "ita":
-        qs = qs.annotate(ita=Subquery(current.values("ita_median")[:1], output_field=FloatField()))
-
-    attributes = {}
-    for item in params.getlist("attr") if hasattr(params, "getlist") else params.get("attr", []) or []:
-        if not str(item).strip():
-            continue
-        name, sep, value = str(item).partition(":")
-        name = name.strip()
-        if not sep or not attribute_key_valid(name):
-            raise ValidationError({"attr": "Use key:value (equality only) with a key of letters, digits and single _."})
-        attributes[name] = value.strip()
-    for name, value in attributes.items():
-        # Subject or image attribute, whatever the case of the text (services.attributes, the one rule).
-        qs = qs.filter(attribute_condition(name, value))
+    attributes = _attribute_filters(params)
     if attributes:
         chosen["attr"] = ",".join(f"{k}:{v}" for k, v in attributes.items())
+    return DataFilters(
+        chosen=chosen,
+        phase=phase,
+        search=search,
+        labeler_id=labeler_id,
+        labeler_status=status,
+        ordering=ordering,
+        key=key,
+        min_labels=min_labels,
+        max_labels=max_labels,
+        near=near,
+        review=review,
+        excluded=excluded,
+        baseline_flag=flag,
+        attributes=attributes,
+    )
 
-    column = SORTS[key]
-    if by_stats:
+
+def _filtered_images(project: Project, f: DataFilters) -> QuerySet[Image]:
+    """The project's images that pass the filters of ``f`` (no order yet)."""
+    from . import baselines as baseline_services
+
+    qs = project.images.select_related("subject")
+    if f.phase is not None:
+        qs = qs.filter(Exists(PhaseImage.objects.filter(phase_id=f.phase.id, image_id=OuterRef("pk"))))
+    if f.search:
+        qs = qs.filter(
+            Q(external_id__icontains=f.search)
+            | Q(subject__external_id__icontains=f.search)
+            | Q(original_filename__icontains=f.search)
+        )
+    assignments = Assignment.objects.filter(image_id=OuterRef("pk"))
+    if f.phase is not None:
+        assignments = assignments.filter(phase_id=f.phase.id)
+    if f.labeler_id:
+        assignments = assignments.filter(labeler_id=f.labeler_id)
+    if f.labeler_status == "pending":
+        qs = qs.filter(Exists(assignments.filter(done_at__isnull=True)))
+    elif f.labeler_status == "done":
+        qs = qs.filter(Exists(assignments)).exclude(Exists(assignments.filter(done_at__isnull=True)))
+    elif f.labeler_status:
+        qs = qs.exclude(Exists(assignments))
+    elif f.labeler_id:
+        qs = qs.filter(Exists(assignments))
+    if f.review:
+        decisions = ReviewDecision.objects.filter(image_id=OuterRef("pk"))
+        qs = (
+            qs.exclude(Exists(decisions)) if f.review == "open" else qs.filter(Exists(decisions.filter(state=f.review)))
+        )
+    if f.excluded:
+        # EXISTS on the partial unique index of open exclusions (one probe per image).
+        open_exclusions = ImageExclusion.objects.filter(image_id=OuterRef("pk"), included_at__isnull=True)
+        qs = qs.filter(Exists(open_exclusions)) if f.excluded == "true" else qs.exclude(Exists(open_exclusions))
+    current = baseline_services.baselines_current(project).filter(image_id=OuterRef("pk"))
+    if f.baseline_flag == "missing":
+        qs = qs.exclude(Exists(current))
+    elif f.baseline_flag == "none":
+        qs = qs.filter(Exists(current.filter(status=ImageBaseline.Status.OK, flags=[])))
+    elif f.baseline_flag:
+        qs = qs.filter(Exists(current.filter(flags__icontains=f'"{f.baseline_flag}"')))
+    if f.key == "ita":
+        qs = qs.annotate(ita=Subquery(current.values("ita_median")[:1], output_field=FloatField()))
+    for name, value in f.attributes.items():
+        # Subject or image attribute, whatever the case of the text (services.attributes, the one rule).
+        qs = qs.filter(attribute_condition(name, value))
+    return qs
+
+
+def data_query(project: Project, params) -> DataQuery:
+    """The images matching ``params`` (see :func:`data_filters`), sorted; ``ValidationError`` on a bad value."""
+    f = data_filters(project, params)
+    qs = _filtered_images(project, f)
+    descending = f.ordering.startswith("-")
+    if f.by_stats:
         ids = _filter_and_sort_by_stats(
             project,
-            phase,
+            f.phase,
             qs,
-            key=key,
-            descending=ordering.startswith("-"),
-            min_labels=min_labels,
-            max_labels=max_labels,
-            near=near,
-            every_image=not (set(chosen) - {"min_labels", "max_labels", "near_consensus"}),
+            key=f.key,
+            descending=descending,
+            min_labels=f.min_labels,
+            max_labels=f.max_labels,
+            near=f.near,
+            every_image=not (set(f.chosen) - {"min_labels", "max_labels", "near_consensus"}),
         )
-        return DataQuery(queryset=qs, chosen=chosen, ordering=ordering, phase=phase, ordered_ids=ids)
+        return DataQuery(queryset=qs, chosen=f.chosen, ordering=f.ordering, phase=f.phase, ordered_ids=ids)
+    column = SORTS[f.key]
     if column in ("external_id", "id"):
-        order = [F(column).desc() if ordering.startswith("-") else F(column).asc()]
+        order = [F(column).desc() if descending else F(column).asc()]
     else:
-        expression = F(column).desc(nulls_last=True) if ordering.startswith("-") else F(column).asc(nulls_last=True)
+        expression = F(column).desc(nulls_last=True) if descending else F(column).asc(nulls_last=True)
         order = [expression, F("id").asc()]
-    return DataQuery(queryset=qs.order_by(*order), chosen=chosen, ordering=ordering, phase=phase)
+    return DataQuery(queryset=qs.order_by(*order), chosen=f.chosen, ordering=f.ordering, phase=f.phase)
 
 
 def _image_ids(project: Project, qs: QuerySet[Image], ordering_key: str, *, every_image: bool) -> np.ndarray:
