@@ -16,25 +16,28 @@ from typing import Any
 
 from django.core.cache import cache
 
-from .baselines.comparison import COMPARISON_CACHE_PREFIX
+from .baselines.comparison import BASELINE_PLOT_CACHE_PREFIX, COMPARISON_CACHE_PREFIX
 from .baselines.validation import AUDIT_CACHE_PREFIX
 from .consensus.caching import CACHE_PREFIX as CONSENSUS_CACHE_PREFIX
+from .data_manager import IDS_CACHE_PREFIX as DATA_IDS_CACHE_PREFIX
+from .data_manager import STATS_CACHE_PREFIX as DATA_STATS_CACHE_PREFIX
+from .progress import PROGRESS_CACHE_PREFIX
 from .releases.readiness import READINESS_CACHE_PREFIX
 from .review import CANDIDATES_CACHE_PREFIX
 
 logger = logging.getLogger("fairtone.cache")
 
-#: Every cache prefix whose entries hold a project's image rows (keep in step with the modules' constants).
+#: Every cache prefix whose entries hold a project's image rows (the modules' own constants).
 PROJECT_DATA_PREFIXES = (
     CONSENSUS_CACHE_PREFIX,
     CANDIDATES_CACHE_PREFIX,
     READINESS_CACHE_PREFIX,
     COMPARISON_CACHE_PREFIX,
     AUDIT_CACHE_PREFIX,
-    "baseline-plot:v1",
-    "fairtone:data-stats",
-    "fairtone:data-ids",
-    "progress:v1",
+    BASELINE_PLOT_CACHE_PREFIX,
+    DATA_STATS_CACHE_PREFIX,
+    DATA_IDS_CACHE_PREFIX,
+    PROGRESS_CACHE_PREFIX,
 )
 _KEPT = f"{CONSENSUS_CACHE_PREFIX}:deleted:"
 

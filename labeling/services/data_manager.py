@@ -122,6 +122,9 @@ class DataQuery:
 
 
 STATS_CACHE_SECONDS = 24 * 3600
+#: Cache key prefixes of the label statistics and of the image orders (purged on erasure: services.cache_purge).
+STATS_CACHE_PREFIX = "fairtone:data-stats"
+IDS_CACHE_PREFIX = "fairtone:data-ids"
 
 
 def _stats_rows(labels: QuerySet[Label]) -> dict[str, np.ndarray]:
@@ -155,7 +158,7 @@ def label_stats(project: Project, phase: Phase | None) -> dict[str, np.ndarray]:
     if phase is not None:
         labels = labels.filter(phase_id=phase.id)
     version = labels.aggregate(n=Count("id"), changed=Max("updated_at"))
-    key = f"fairtone:data-stats:{project.id}:{phase.id if phase else 'all'}"
+    key = f"{STATS_CACHE_PREFIX}:{project.id}:{phase.id if phase else 'all'}"
     cached = cache.get(key)
     if cached is not None and cached["version"] == version:
         return cached["stats"]
@@ -409,7 +412,7 @@ def _image_ids(project: Project, qs: QuerySet[Image], ordering_key: str, *, ever
     if not every_image or ordering_key.removeprefix("-") == "ita":  # ITA changes without images changing
         return read(qs)
     version = project.images.aggregate(n=Count("id"), last=Max("id"))
-    key = f"fairtone:data-ids:{project.id}:{ordering_key}:{version['n']}:{version['last']}"
+    key = f"{IDS_CACHE_PREFIX}:{project.id}:{ordering_key}:{version['n']}:{version['last']}"
     ids = cache.get(key)
     if ids is None:
         ids = read(qs)

@@ -16,6 +16,8 @@ from django.db.models.functions import TruncDate
 from ..models import Label, Membership, Phase
 
 CACHE_TIMEOUT = 24 * 3600
+#: Cache key prefix of the progress tables (purged on erasure: services.cache_purge).
+PROGRESS_CACHE_PREFIX = "progress:v1"
 #: Days shown at most (the latest ones): a phase that ran longer is summarised by its last year.
 MAX_DAYS = 366
 
@@ -28,7 +30,7 @@ def phase_labels_per_day(phase: Phase) -> dict:
     """
     labels = Label.objects.filter(phase=phase)
     version = labels.order_by().aggregate(n=Count("id"), last=Max("updated_at"))
-    key = f"progress:v1:{phase.pk}:{version['n']}:{version['last'].isoformat() if version['last'] else '-'}"
+    key = f"{PROGRESS_CACHE_PREFIX}:{phase.pk}:{version['n']}:{version['last'].isoformat() if version['last'] else '-'}"
     cached = cache.get(key)
     if cached is not None:
         return cached

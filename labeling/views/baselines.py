@@ -24,6 +24,7 @@ from ..colorimetry import skin_detector_evaluation
 from ..errors import error_text
 from ..models import ImageBaseline, Job, Membership
 from ..services import baselines as svc
+from ..services.baselines.comparison import BASELINE_PLOT_CACHE_PREFIX
 from .access import page_project
 
 
@@ -288,7 +289,9 @@ def baselines_plot(request, pk: int, plot: str, fmt: str):
     exclude_flagged = request.GET.get("exclude_flagged", "1") != "0"
     # The plot of a 100,000-image comparison takes seconds to draw: cached with the comparison's version.
     slim = selectors.baseline_comparison_cached(project, phase, exclude_flagged, with_points=False)
-    key = f"baseline-plot:v1:{project.pk}:{phase.pk if phase else 'all'}:{int(exclude_flagged)}:{plot}.{fmt}"
+    key = (
+        f"{BASELINE_PLOT_CACHE_PREFIX}:{project.pk}:{phase.pk if phase else 'all'}:{int(exclude_flagged)}:{plot}.{fmt}"
+    )
     key += f":{slim['freshness']['version']}"
     content = cache.get(key)
     if content is None:

@@ -158,6 +158,8 @@ def baseline_comparison(
 #: Comparisons are cached per (project, phase, flagged or not) and version of labels and baselines.
 COMPARISON_CACHE_PREFIX = "baseline-comparison:v2"
 COMPARISON_CACHE_TIMEOUT = 7 * 24 * 3600
+#: The comparison's plots, drawn by the baselines page (``views.baselines``), cached under this prefix.
+BASELINE_PLOT_CACHE_PREFIX = "baseline-plot:v1"
 
 
 def _comparison_version(project: Project) -> str:
