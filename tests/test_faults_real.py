@@ -172,12 +172,14 @@ def test_a_run_whose_worker_is_sigkilled_ends_and_its_retry_finishes(private_sta
 
     start_worker()
     retry = svc.baseline_retry_failed(job=job)
-    assert retry.total == lost
+    # Every image still failed, and no other: an image can be finished between the sweep and the retry by
+    # other work of CI's own worker (114 of 116 once under load), so not always all the lost ones.
+    assert 0 < retry.total <= lost
     finished = wait_for(
         lambda: Job.objects.filter(pk=retry.pk, status__in=[Job.Status.DONE, Job.Status.FAILED]).first(),
         "the retry",
     )
-    assert finished.done == lost and finished.failed == 0
+    assert finished.done == retry.total and finished.failed == 0
     # Every image has exactly one result for these parameters: nothing lost, nothing doubled.
     rows = ImageBaseline.objects.filter(image__project=project, parameters_hash=job.parameters["parameters_hash"])
     assert rows.count() == n and rows.filter(status=ImageBaseline.Status.OK).count() == n

@@ -227,6 +227,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Skin-tone labeling, consensus and fairness evaluation.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # labeling.converters: an id in a path is an integer of at most 18 digits.
+    "PATH_CONVERTER_OVERRIDES": {"id": {"type": "integer", "minimum": 0, "maximum": 999_999_999_999_999_999}},
     # Served from this app's static files (drf-spectacular-sidecar): no CDN.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",

@@ -3,6 +3,7 @@
 from django.urls import URLPattern, include, path
 from rest_framework.routers import DefaultRouter
 
+from ..converters import ID_PATTERN
 from .views.audit import AuditViewSet
 from .views.auth import ThrottledObtainAuthToken
 from .views.dashboards import ProjectDashboardViewSet
@@ -27,11 +28,11 @@ class DigitIdRouter(DefaultRouter):
 
     def get_lookup_regex(self, viewset, lookup_prefix=""):
         if getattr(viewset, "lookup_value_regex", None) is None:
-            viewset = type(viewset.__name__, (viewset,), {"lookup_value_regex": "[0-9]+"})
+            viewset = type(viewset.__name__, (viewset,), {"lookup_value_regex": ID_PATTERN})
         return super().get_lookup_regex(viewset, lookup_prefix)
 
 
-# Every id in a route is digits: the nested prefixes below say so too (``(?P<project_pk>[0-9]+)``).
+# Every id in a route is 1 to 18 digits (labeling.converters.ID_PATTERN): the nested prefixes below say so too.
 router = DigitIdRouter()
 # The phases first: a labeler's submit (phase-labels) is the most frequent request, and Django tries the
 # routes in order (no two prefixes below overlap, so the order decides nothing else).
@@ -45,12 +46,14 @@ router.register("projects", ProjectDashboardViewSet, basename="api")
 # The data manager: /api/projects/{id}/data/ and /api/projects/{id}/data/bulk/
 router.register("projects", DataManagerViewSet, basename="data")
 # A project's dataset releases: /api/projects/{id}/releases/ (release-list, release-detail, release-files, ...)
-router.register(r"projects/(?P<project_pk>[0-9]+)/releases", ReleaseViewSet, basename="release")
+router.register(r"projects/(?P<project_pk>" + ID_PATTERN + ")/releases", ReleaseViewSet, basename="release")
 # Fairness evaluation runs (public, for CI): /api/projects/{id}/evaluations/ (evaluation-list, -detail, -report, -gate, ...)
-router.register(r"projects/(?P<project_pk>[0-9]+)/evaluations", EvaluationViewSet, basename="evaluation")
-router.register(r"projects/(?P<project_pk>[0-9]+)/evaluation-gates", EvaluationGateViewSet, basename="evaluation-gate")
+router.register(r"projects/(?P<project_pk>" + ID_PATTERN + ")/evaluations", EvaluationViewSet, basename="evaluation")
+router.register(
+    r"projects/(?P<project_pk>" + ID_PATTERN + ")/evaluation-gates", EvaluationGateViewSet, basename="evaluation-gate"
+)
 # A project's audit log (leads): /api/projects/{id}/audit/ (audit-list)
-router.register(r"projects/(?P<project_pk>[0-9]+)/audit", AuditViewSet, basename="audit")
+router.register(r"projects/(?P<project_pk>" + ID_PATTERN + ")/audit", AuditViewSet, basename="audit")
 router.register("imports", ImportBatchViewSet, basename="import")
 router.register("images", ImageViewSet, basename="image")
 router.register("labels", LabelViewSet, basename="label")
@@ -69,18 +72,18 @@ urlpatterns = [
     path("auth/token/", ThrottledObtainAuthToken.as_view(), name="api-token"),
     # A release's file by its path in the release (no trailing slash after a file name).
     path(
-        "projects/<int:project_pk>/releases/<int:version>/files/<path:path>",
+        "projects/<id:project_pk>/releases/<id:version>/files/<path:path>",
         ReleaseViewSet.as_view({"get": "files"}),
         name="release-files",
     ),
     path(
-        "projects/<int:project_pk>/evaluations/<int:pk>/files/<path:path>",
+        "projects/<id:project_pk>/evaluations/<id:pk>/files/<path:path>",
         EvaluationViewSet.as_view({"get": "files"}),
         name="evaluation-files",
     ),
     # Erasure on request of one subject (leads): answers the erasure's record.
     path(
-        "projects/<int:project_pk>/subjects/<path:external_id>/erase/",
+        "projects/<id:project_pk>/subjects/<path:external_id>/erase/",
         SubjectEraseView.as_view(),
         name="subject-erase-api",
     ),

@@ -23,6 +23,7 @@ from metrics.gate import ATTRIBUTES as GATE_ATTRIBUTES
 from metrics.gate import FAIL_ON
 
 from ... import selectors
+from ...converters import ID_PATTERN
 from ...errors import error_fields
 from ...models import EvaluationGate, EvaluationRun, Membership, Project
 from ...services import evaluations as svc
@@ -118,7 +119,7 @@ class _ProjectScoped(viewsets.GenericViewSet):
 class EvaluationViewSet(_ProjectScoped):
     serializer_class = EvaluationSerializer
     queryset = EvaluationRun.objects.none()
-    lookup_value_regex = "[0-9]+"
+    lookup_value_regex = ID_PATTERN
     parser_classes = [MultiPartParser, FormParser, JSONParser]
 
     def run(self, project: Project, pk) -> EvaluationRun:
@@ -297,7 +298,7 @@ class EvaluationGateViewSet(_ProjectScoped):
 
     serializer_class = GateSerializer
     queryset = EvaluationGate.objects.none()
-    lookup_value_regex = "[0-9]+"
+    lookup_value_regex = ID_PATTERN
 
     @extend_schema(responses=GateSerializer(many=True))
     def list(self, request, project_pk=None):

@@ -9,6 +9,7 @@ from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 
 from ... import selectors
+from ...converters import ID_PATTERN
 from ...models import Membership, Phase, Project
 from ...services import phases as phase_services
 from ...services import project_lifecycle
@@ -117,7 +118,9 @@ class ProjectViewSet(
         return Response(s.MembershipSerializer(m).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=s.MembershipUpdateSerializer, responses=s.MembershipSerializer)
-    @action(detail=True, methods=["patch"], url_path=r"members/(?P<member_id>[0-9]+)", pagination_class=None)
+    @action(
+        detail=True, methods=["patch"], url_path=r"members/(?P<member_id>" + ID_PATTERN + ")", pagination_class=None
+    )
     def member(self, request, pk=None, member_id=None):
         """Change a member's role, or deactivate / reactivate them (leads only; audited). The project's last
         active lead can be neither demoted nor deactivated."""

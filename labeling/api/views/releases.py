@@ -19,6 +19,7 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 
 from ... import selectors
+from ...converters import ID_PATTERN
 from ...models import Membership, Phase, Project, Release
 from ...services import erasure_notice
 from ...services import releases as release_services
@@ -102,7 +103,7 @@ class ReleaseViewSet(viewsets.GenericViewSet):
     serializer_class = s.ReleaseSerializer
     queryset = Release.objects.none()
     lookup_field = "version"
-    lookup_value_regex = "[0-9]+"
+    lookup_value_regex = ID_PATTERN
     filter_backends = []
 
     def project(self, *roles: str) -> Project:
