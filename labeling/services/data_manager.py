@@ -44,7 +44,7 @@ from ..models import (
     Project,
     ReviewDecision,
 )
-from .attributes import attribute_condition, attribute_key_valid
+from .attributes import attribute_condition
 from .audit import audit
 from .project_lifecycle import project_refuse_if_archived
 
@@ -181,22 +181,9 @@ def label_stats(project: Project, phase: Phase | None) -> dict[str, np.ndarray]:
     return stats
 
 
-def _int_param(params, name: str, *, minimum: int = 0, maximum: int = 10**6) -> int | None:
-    raw = (params.get(name) or "").strip()
-    if not raw:
-        return None
-    # Digits only (int() would also take "+2", "1_000" and other scripts' digits).
-    if not (raw.isascii() and raw.removeprefix("-").isdigit()):
-        raise ValidationError({name: f"{name.replace('_', ' ').capitalize()}: a whole number, not {raw[:20]!r}."})
-    value = int(raw)
-    if not minimum <= value <= maximum:
-        raise ValidationError({name: f"{name.replace('_', ' ').capitalize()}: between {minimum} and {maximum}."})
-    return value
-
-
 @dataclass
 class DataFilters:
-    """A data manager request's filters and order, checked (:func:`data_filters`); ``chosen`` as shown back."""
+    """A data manager request's filters and order, checked (``forms.data_manager.data_filters``); ``chosen`` as shown back."""
 
     chosen: dict[str, str]
     phase: Phase | None
@@ -222,104 +209,6 @@ class DataFilters:
             or self.near
             or self.key in ("n_labels", "mean", "range")
         )
-
-
-def _choice(params, name: str, allowed, message: str, *, lower: bool = False) -> str:
-    value = (params.get(name) or "").strip()
-    value = value.lower() if lower else value
-    if value and value not in allowed:
-        raise ValidationError({name: message})
-    return value
-
-
-def _attribute_filters(params) -> dict[str, str]:
-    attributes = {}
-    for item in params.getlist("attr") if hasattr(params, "getlist") else params.get("attr", []) or []:
-        if not str(item).strip():
-            continue
-        name, sep, value = str(item).partition(":")
-        name = name.strip()
-        if not sep or not attribute_key_valid(name):
-            raise ValidationError({"attr": "Use key:value (equality only) with a key of letters, digits and single _."})
-        attributes[name] = value.strip()
-    return attributes
-
-
-def data_filters(project: Project, params) -> DataFilters:
-    """Check a request's filters (``params``: a QueryDict or dict); ``ValidationError`` naming a bad one.
-
-    Parameters (all optional): ``search`` (part of the image's or subject's own id, or file name),
-    ``phase`` (phase id), ``labeler`` (membership id) and ``labeler_status`` (pending, done,
-    unassigned: the labeler's assignment of the image, any labeler when none is chosen),
-    ``min_labels``/``max_labels``, ``near_consensus`` (true/false: all values within one tone),
-    ``review`` (open, accepted, resolved), ``baseline_flag`` (a flag name, ``none`` for clean, or
-    ``missing``), ``excluded`` (true/false: excluded by a lead now), ``attr`` (``key:value``,
-    repeatable), ``ordering`` (a key of ``SORTS``, ``-`` for descending).
-    """
-    from . import baselines as baseline_services
-
-    chosen: dict[str, str] = {}
-    phase = None
-    if phase_id := _int_param(params, "phase", minimum=1, maximum=2**62):
-        phase = project.phases.filter(pk=phase_id).first()
-        if phase is None:
-            raise ValidationError({"phase": "No such phase in this project."})
-        chosen["phase"] = str(phase.id)
-    if search := (params.get("search") or "").strip()[:SEARCH_MAX]:
-        chosen["search"] = search
-    if labeler_id := _int_param(params, "labeler", minimum=1, maximum=2**62):
-        if not project.memberships.filter(pk=labeler_id, role=Membership.Role.LABELER).exists():
-            raise ValidationError({"labeler": "No such labeler in this project."})
-        chosen["labeler"] = str(labeler_id)
-    status = _choice(params, "labeler_status", LABELER_STATUSES, f"One of: {', '.join(LABELER_STATUSES)}.")
-    if status:
-        chosen["labeler_status"] = status
-    ordering = (params.get("ordering") or "external_id").strip()
-    key = ordering.removeprefix("-")
-    if key not in SORTS:
-        raise ValidationError({"ordering": f"One of: {', '.join(SORTS)} (with - for descending)."})
-    min_labels = _int_param(params, "min_labels")
-    max_labels = _int_param(params, "max_labels")
-    near = _choice(params, "near_consensus", ("true", "false"), "true or false.", lower=True)
-    if min_labels is not None:
-        chosen["min_labels"] = str(min_labels)
-    if max_labels is not None:
-        chosen["max_labels"] = str(max_labels)
-    if near:
-        chosen["near_consensus"] = near
-    review = _choice(params, "review", REVIEW_STATES, f"One of: {', '.join(REVIEW_STATES)}.")
-    if review:
-        chosen["review"] = review
-    excluded = _choice(params, "excluded", ("true", "false"), "true or false.", lower=True)
-    if excluded:
-        chosen["excluded"] = excluded
-    flag = _choice(
-        params,
-        "baseline_flag",
-        ("missing", "none", *baseline_services.FLAG_NAMES),
-        f"One of: none, missing, {', '.join(baseline_services.FLAG_NAMES)}.",
-    )
-    if flag:
-        chosen["baseline_flag"] = flag
-    attributes = _attribute_filters(params)
-    if attributes:
-        chosen["attr"] = ",".join(f"{k}:{v}" for k, v in attributes.items())
-    return DataFilters(
-        chosen=chosen,
-        phase=phase,
-        search=search,
-        labeler_id=labeler_id,
-        labeler_status=status,
-        ordering=ordering,
-        key=key,
-        min_labels=min_labels,
-        max_labels=max_labels,
-        near=near,
-        review=review,
-        excluded=excluded,
-        baseline_flag=flag,
-        attributes=attributes,
-    )
 
 
 def _filtered_images(project: Project, f: DataFilters) -> QuerySet[Image]:
@@ -372,9 +261,8 @@ def _filtered_images(project: Project, f: DataFilters) -> QuerySet[Image]:
     return qs
 
 
-def data_query(project: Project, params) -> DataQuery:
-    """The images matching ``params`` (see :func:`data_filters`), sorted; ``ValidationError`` on a bad value."""
-    f = data_filters(project, params)
+def data_query(project: Project, f: DataFilters) -> DataQuery:
+    """The images matching the checked filters ``f`` (``forms.data_manager.data_filters``), sorted."""
     qs = _filtered_images(project, f)
     descending = f.ordering.startswith("-")
     if f.by_stats:
@@ -577,17 +465,13 @@ def data_rows(project: Project, images: list[Image], phase: Phase | None = None)
     return rows
 
 
-def unknown_filter_keys(params) -> list[str]:
-    """The keys of ``params`` that are neither filters (``FILTER_KEYS``) nor paging (``PAGE_KEYS``), sorted."""
-    return sorted(str(k) for k in params.keys() if k not in FILTER_KEYS and k not in PAGE_KEYS)
-
-
-def data_page(project: Project, params) -> dict:
+def data_page(
+    project: Project, f: DataFilters, *, page: int = 1, page_size: int = PAGE_SIZE, ignored: list[str] | None = None
+) -> dict:
     """One page of the table: ``count``, ``page``, ``n_pages``, ``results`` (``data_rows``), ``chosen``, and
-    ``ignored``: the parameters that are no filter (:func:`unknown_filter_keys`), when there are any."""
-    query = data_query(project, params)
-    page_size = _int_param(params, "page_size", minimum=1, maximum=MAX_PAGE_SIZE) or PAGE_SIZE
-    page = _int_param(params, "page", minimum=1, maximum=10**7) or 1
+    ``ignored``: the request's parameters that are no filter, when there are any (the request is read and
+    checked by ``forms.data_manager.data_request``)."""
+    query = data_query(project, f)
     count = query.count()
     n_pages = max(1, math.ceil(count / page_size))
     if page > n_pages:
@@ -602,12 +486,12 @@ def data_page(project: Project, params) -> dict:
         "chosen": query.chosen,
         "results": data_rows(project, images, query.phase),
     }
-    if ignored := unknown_filter_keys(params):
-        answer["ignored"] = ignored
+    if ignored:
+        answer["ignored"] = list(ignored)
     return answer
 
 
-def _bulk_images(project: Project, image_ids, params) -> list[Image]:
+def _bulk_images(project: Project, image_ids, filters: DataFilters | None) -> list[Image]:
     if image_ids:
         try:
             ids = list(dict.fromkeys(int(i) for i in image_ids))
@@ -619,14 +503,9 @@ def _bulk_images(project: Project, image_ids, params) -> list[Image]:
         if len(images) != len(ids):
             raise ValidationError({"image_ids": "Some images are not in this project."})
         return images
-    if params is None:
+    if filters is None:
         raise ValidationError({"image_ids": "Choose images, or apply the action to every image the filters match."})
-    if unknown := unknown_filter_keys(params):
-        names = ", ".join(repr(k[:50]) for k in unknown[:10])
-        raise ValidationError(
-            {"filters": f"Unknown filter key(s): {names}; the filters are {', '.join(sorted(FILTER_KEYS))}."}
-        )
-    query = data_query(project, params)
+    query = data_query(project, filters)
     if query.count() > MAX_BULK:
         raise ValidationError({"image_ids": f"The filters match more than {MAX_BULK:,} images: narrow them first."})
     return query.images(0, MAX_BULK)
@@ -639,7 +518,7 @@ def data_bulk(
     action: str,
     user,
     image_ids=None,
-    params=None,
+    filters: DataFilters | None = None,
     reason: str = "",
     labeler_ids=None,
     attribute: str = "",
@@ -647,7 +526,7 @@ def data_bulk(
     confirm: int | None = None,
 ) -> dict:
     """Apply a bulk action to the chosen images (``image_ids``) or to every image the filters match
-    (``params``, at most ``MAX_BULK``). Returns ``{"action", "n_images", "n_changed", "message"}``.
+    (``filters``, checked by ``forms.data_manager.bulk_filters``; at most ``MAX_BULK``). Returns ``{"action", "n_images", "n_changed", "message"}``.
 
     More than :data:`BULK_CONFIRM_ABOVE` images (a page) are changed only when ``confirm`` is their number:
     otherwise a ``ValidationError`` on ``confirm`` says how many images the action would change.
@@ -673,7 +552,7 @@ def data_bulk(
     if action == "exclude":
         # Before the images are read: a missing reason is the lead's mistake to hear about first.
         _exclusion_reason(reason)
-    images = _bulk_images(project, image_ids, params)
+    images = _bulk_images(project, image_ids, filters)
     bulk_confirm_check(action, len(images), confirm)
     changed = 0
     if action == "relabel":

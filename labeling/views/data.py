@@ -9,6 +9,7 @@ from django.shortcuts import redirect, render
 
 from .. import selectors
 from ..errors import error_text
+from ..forms.data_manager import bulk_filters, data_request
 from ..models import Membership, Phase
 from ..services import baselines as baseline_services
 from ..services import data_manager as dm
@@ -41,7 +42,8 @@ def data_manager(request, pk: int):
         return _bulk(request, project, is_lead)
     params = request.GET
     try:
-        page = dm.data_page(project, params)
+        asked = data_request(project, params)
+        page = dm.data_page(project, asked.filters, page=asked.page, page_size=asked.page_size, ignored=asked.ignored)
         error = None
     except ValidationError as exc:
         page, error = None, error_text(exc)
@@ -98,7 +100,7 @@ def _bulk(request, project, is_lead: bool):
             action=request.POST.get("action", ""),
             user=request.user,
             image_ids=None if everything else request.POST.getlist("image_ids"),
-            params=QueryDict(back) if everything else None,
+            filters=bulk_filters(project, QueryDict(back)) if everything else None,
             reason=request.POST.get("reason", ""),
             labeler_ids=request.POST.getlist("labeler_ids"),
             attribute=request.POST.get("attribute", ""),

@@ -5,6 +5,7 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
+from labeling.forms.data_manager import bulk_filters, data_request
 from labeling.models import Image, ImageExclusion, Label
 from labeling.services import data_manager as dm
 from labeling.services.project_lifecycle import project_archive
@@ -12,6 +13,12 @@ from tests.factories import MembershipFactory, ProjectFactory, UserFactory
 from tests.labeling.helpers import add_images, open_calibration_1, submit
 
 pytestmark = pytest.mark.django_db
+
+
+def page_of(project, params: dict) -> dict:
+    """A table page as the page and the API ask for it (the request checked, then the service)."""
+    asked = data_request(project, params)
+    return dm.data_page(project, asked.filters, page=asked.page, page_size=asked.page_size, ignored=asked.ignored)
 
 
 @pytest.fixture
@@ -27,16 +34,16 @@ def test_exclude_with_a_reason_then_include_again_keeps_every_row(project, lead,
     chosen = [images[0].id, images[1].id]
     result = dm.data_bulk(project=project, action="exclude", user=lead, image_ids=chosen, reason="  blurry photo ")
     assert result["n_changed"] == 2 and "2 image(s) excluded" in result["message"]
-    rows = {row["id"]: row for row in dm.data_page(project, {})["results"]}
+    rows = {row["id"]: row for row in page_of(project, {})["results"]}
     assert rows[images[0].id]["excluded"]["reason"] == "blurry photo"
     assert rows[images[0].id]["excluded"]["by"] == lead.username and rows[images[0].id]["excluded"]["at"]
     assert rows[images[2].id]["excluded"] is None
     # The filter, both ways.
-    assert sorted(ids_of(dm.data_page(project, {"excluded": "true"}))) == sorted(chosen)
-    assert dm.data_page(project, {"excluded": "false"})["count"] == 4
-    assert dm.data_page(project, {"excluded": "True "})["chosen"]["excluded"] == "true"
+    assert sorted(ids_of(page_of(project, {"excluded": "true"}))) == sorted(chosen)
+    assert page_of(project, {"excluded": "false"})["count"] == 4
+    assert page_of(project, {"excluded": "True "})["chosen"]["excluded"] == "true"
     with pytest.raises(ValidationError) as bad:
-        dm.data_page(project, {"excluded": "maybe"})
+        page_of(project, {"excluded": "maybe"})
     assert bad.value.message_dict == {"excluded": ["true or false."]}
     # Excluding again keeps the first reason (one open exclusion per image).
     again = dm.data_bulk(project=project, action="exclude", user=lead, image_ids=chosen[:1], reason="other")
@@ -49,7 +56,7 @@ def test_exclude_with_a_reason_then_include_again_keeps_every_row(project, lead,
     assert back["n_changed"] == 1 and "1 were not excluded" in back["message"]
     closed = ImageExclusion.objects.get(image=images[0])
     assert closed.included_at is not None and closed.included_by == lead and closed.included_note == "sharp enough"
-    assert ids_of(dm.data_page(project, {"excluded": "true"})) == [images[1].id]
+    assert ids_of(page_of(project, {"excluded": "true"})) == [images[1].id]
     # A second exclusion is a new row: the image's history stays readable.
     dm.data_bulk(project=project, action="exclude", user=lead, image_ids=[images[0].id], reason="duplicate of P_2")
     history = list(ImageExclusion.objects.filter(image=images[0]).order_by("id").values_list("reason", "included_at"))
@@ -74,7 +81,13 @@ def test_excluding_needs_a_reason_in_plain_words(project, lead, images):
 
 
 def test_exclude_every_image_the_filters_match_and_not_another_projects(project, lead, images):
-    result = dm.data_bulk(project=project, action="exclude", user=lead, params={"search": ""}, reason="pilot batch")
+    result = dm.data_bulk(
+        project=project,
+        action="exclude",
+        user=lead,
+        filters=bulk_filters(project, {"search": ""}),
+        reason="pilot batch",
+    )
     assert result["n_changed"] == 6
     other = ProjectFactory(created_by=lead)
     foreign = add_images(other, 1)[0]

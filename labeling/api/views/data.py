@@ -10,6 +10,7 @@ from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
 from ... import selectors
+from ...forms.data_manager import bulk_filters, data_request
 from ...models import Membership, Project
 from ...services import data_manager as dm
 from ..pagination import MAX_PAGE, PAGE_DESCRIPTION
@@ -141,7 +142,10 @@ class DataManagerViewSet(viewsets.GenericViewSet):
         """Every image of the project in one table: filtered, searched, sorted and paged in the database."""
         project = self._project(Membership.Role.LEAD, Membership.Role.REVIEWER)
         try:
-            return Response(dm.data_page(project, request.query_params))
+            asked = data_request(project, request.query_params)
+            return Response(
+                dm.data_page(project, asked.filters, page=asked.page, page_size=asked.page_size, ignored=asked.ignored)
+            )
         except DjangoValidationError as exc:
             # A page past the last, a phase or a labeler of another project: not there (404), as on every
             # paginated list and for every object named by its id; a malformed value stays a 400.
@@ -172,7 +176,7 @@ class DataManagerViewSet(viewsets.GenericViewSet):
                 action=v["action"],
                 user=request.user,
                 image_ids=v.get("image_ids"),
-                params=params,
+                filters=bulk_filters(project, params),
                 reason=v["reason"],
                 labeler_ids=v.get("labeler_ids"),
                 attribute=v["attribute"],

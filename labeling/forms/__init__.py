@@ -1,6 +1,6 @@
 from django import forms
 
-from .models import Membership, Scale
+from ..models import Membership, Scale
 
 # The project settings the form edits, with the same names as the model and the services' arguments.
 PROJECT_FIELDS = (
@@ -54,7 +54,7 @@ class ProjectForm(forms.Form):
         self.fields["scale"].empty_label = "Custom scale (define tones below)"
         if not self.initial.get("scale"):
             # Monk Skin Tone is the default (README): a new project needs only a name.
-            from .services.projects import default_scale
+            from ..services.projects import default_scale
 
             self.fields["scale"].initial = default_scale().pk
 
@@ -204,7 +204,7 @@ class CalibrationForm(forms.Form):
         return ids
 
     def clean(self):
-        from .services.phases import calibration_warnings
+        from ..services.phases import calibration_warnings
 
         data = super().clean()
         if self.errors:
@@ -250,7 +250,7 @@ class CalibrationForm(forms.Form):
 
 def _attribute_lines(text: str) -> dict:
     """``name: value`` lines (one per line; blank lines ignored) as attributes, numbers as numbers."""
-    from .services.imports import parse_cell
+    from ..services.imports import parse_cell
 
     attributes: dict = {}
     for number, line in enumerate((text or "").splitlines(), start=1):
