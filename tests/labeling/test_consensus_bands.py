@@ -1,6 +1,8 @@
 """Agreement per tone band on the consensus dashboard and in its API (issue 22), and the intervals that
 resample people when photos repeat a person: alpha without a labeler, test-retest kappas."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -125,3 +127,36 @@ def test_test_retest_kappas_resample_people_when_repeated_images_share_them(proj
         assert row["weighted_kappa"]["resampled"] == "subjects" and row["weighted_kappa"]["n"] == 5
     # The pooled share is the same number, its interval wider (people, not photos).
     assert pooled["exact"]["k"] == before["pooled"]["exact"]["k"]
+
+
+def test_the_data_card_has_agreement_per_tone_band(project, banded):
+    from labeling.services.releases.card import card_render
+    from tests.labeling.test_release_card import make_facts, proportions, section
+
+    facts = make_facts(project)
+    by_band = facts["agreement_by_band"]
+    assert [p["name"] for p in by_band["phases"]] == ["Main"]
+    main = by_band["phases"][0]
+    assert main["labelers"] == ["L1", "L2", "L3", "L4"]
+    assert sum(b["n_images"] for b in main["bands"]) == main["n_images"] == N_IMAGES
+    deep = {b["name"]: b for b in main["bands"]}["9-10"]
+    assert deep["bias"][2]["labeler"] == "L3" and deep["bias"][2]["reading"] == "deeper"
+    for path, p in proportions(by_band):
+        if p["value"] is not None:
+            assert p["ci_low"] <= p["value"] <= p["ci_high"], path
+            assert p["value"] == pytest.approx(p["k"] / p["n"]), path
+    for band in main["bands"]:
+        alpha = band["alpha"]
+        assert (alpha["value"] is None) == (band["n_units"] < COEFFICIENT_MIN_UNITS)
+        assert alpha["value"] is None or alpha["ci_low"] <= alpha["value"] <= alpha["ci_high"]
+    files = card_render(facts)
+    markdown = files["data_card.md"].decode()
+    text = section(markdown, "Agreement per tone band")
+    assert "range restriction" in text and "### Main" in text
+    assert "| 9-10 |" in text and ", deeper" in text
+    assert ("counts only (n=" in text) == any(b["alpha"]["value"] is None for b in main["bands"])
+    # After the agreement, before the test-retest.
+    assert markdown.index("\n## Agreement\n") < markdown.index("\n## Agreement per tone band\n")
+    assert markdown.index("\n## Agreement per tone band\n") < markdown.index("\n## Test-retest\n")
+    assert "Agreement per tone band</h2>" in files["data_card.html"].decode()
+    assert json.loads(files["data_card.json"])["agreement_by_band"] == json.loads(json.dumps(by_band))
