@@ -35,12 +35,25 @@ the implementation, one family each:
 * ``clustered``: ``clustered_proportion`` (a pooled share over pairs or labels with an interval
   that respects the clustering by image), ``pairwise_agreement_counts``,
   ``pairwise_agreement_interval``, ``cluster_bootstrap_proportion``;
+* ``bands``: ``agreement_by_band`` (near consensus, each labeler's signed bias and alpha per tone
+  band of the scale, with intervals), ``agreement_by_band_long``, ``tone_band_edges``;
 * ``consensus``: ``image_consensus``, ``consensus_table``,
   ``selections_to_arrays``, ``selection_values``;
 * ``_data`` (private): reliability data -> value codes -> count matrix.
 """
 
 from ._data import LevelOfMeasurement
+from .bands import (
+    RANGE_RESTRICTION_NOTE,
+    BandAgreement,
+    BandShare,
+    LabelerBandBias,
+    ToneBandAgreement,
+    agreement_by_band,
+    agreement_by_band_long,
+    default_band_width,
+    tone_band_edges,
+)
 from .bootstrap import (
     AlphaBootstrap,
     CoefficientInterval,
@@ -85,7 +98,16 @@ __all__ = [
     "ALPHA_RELIABLE",
     "ALPHA_TENTATIVE",
     "OUTLIER_DISTANCE",
+    "RANGE_RESTRICTION_NOTE",
     "AlphaBootstrap",
+    "BandAgreement",
+    "BandShare",
+    "LabelerBandBias",
+    "ToneBandAgreement",
+    "agreement_by_band",
+    "agreement_by_band_long",
+    "default_band_width",
+    "tone_band_edges",
     "ClusteredProportion",
     "CoefficientInterval",
     "ImageConsensus",

@@ -15,8 +15,9 @@ from .. import queue
 from .summary import phase_summary_compute
 
 CACHE_TIMEOUT = 7 * 24 * 3600
-#: v2: every rate carries its interval (issue 12); summaries cached in the old layout are not read.
-CACHE_PREFIX = "consensus:v2"
+#: v2: every rate carries its interval (issue 12); v3: summaries carry agreement per tone band (issue 22).
+#: Summaries cached in an old layout are not read.
+CACHE_PREFIX = "consensus:v3"
 #: A phase is refreshed by one task at a time; the lock expires if a worker dies.
 REFRESH_LOCK_SECONDS = 300
 

@@ -137,4 +137,14 @@ def _with_names(summary: dict, names: dict[int, str]) -> dict:
     out["labelers"] = [names.get(i, "?") for i in summary["labelers"]]
     out["kappa"] = {**summary["kappa"], "labelers": out["labelers"]}
     out["per_labeler"] = [{**row, "labeler": names.get(row["labeler"], "?")} for row in summary["per_labeler"]]
+    bands = summary.get("tone_bands")
+    if bands:
+        out["tone_bands"] = {
+            **bands,
+            "labelers": [names.get(i, "?") for i in bands["labelers"]],
+            "bands": [
+                {**band, "bias": [{**row, "labeler": names.get(row["labeler"], "?")} for row in band["bias"]]}
+                for band in bands["bands"]
+            ],
+        }
     return out

@@ -11,7 +11,7 @@ from metrics import agreement
 
 from ...models import Label, Phase, Project
 from . import numbers
-from .loading import PhaseLabels, distribution, value_categories
+from .loading import PhaseLabels, distribution, image_subject_units, value_categories
 from .numbers import (
     CONFIDENCE,
     MIN_IMAGES,
@@ -43,12 +43,23 @@ class _Panel:
     bias: pd.DataFrame
     bias_band: pd.DataFrame
     loo: pd.DataFrame
+    clusters: np.ndarray | None = None  # the subject of each image when people repeat (issue 22)
 
 
 def labelers_statistics(
-    data: PhaseLabels, values: np.ndarray, categories: np.ndarray, invalid_cells: np.ndarray, reason: str | None
+    data: PhaseLabels,
+    values: np.ndarray,
+    categories: np.ndarray,
+    invalid_cells: np.ndarray,
+    reason: str | None,
+    *,
+    clusters: np.ndarray | None = None,
 ) -> list[dict]:
-    """One row per labeler of the phase: workload, own values, bias and leave-one-out alpha."""
+    """One row per labeler of the phase: workload, own values, bias and leave-one-out alpha.
+
+    ``clusters``: the subject of each image when people repeat (``summary.image_subject_units``); alpha
+    without a labeler then resamples subjects, and its floor counts subjects.
+    """
     labeler_ids = data.labeler_ids.tolist()
     if not labeler_ids:
         return []
@@ -63,6 +74,7 @@ def labelers_statistics(
         bias=agreement.labeler_bias(reliability, labelers=labeler_ids),
         bias_band=agreement.labeler_bias(reliability, by_band=True, labelers=labeler_ids),
         loo=agreement.alpha_leave_one_out(reliability, labelers=labeler_ids),
+        clusters=clusters,
     )
     return [
         {**_workload(data, labeler_id), **_own_values(panel, position), **_against_others(panel, position, labeler_id)}
@@ -154,18 +166,25 @@ def _alpha_without(panel: _Panel, position: int, labeler_id: int, n_images: int,
     the same reason when alpha without the labeler is (too few images, or its interval too wide).
     """
     low = high = None
-    if reason is None and n_images >= numbers.COEFFICIENT_MIN_UNITS:
+    others = np.delete(panel.values.T, position, axis=0)
+    n_units, unit = n_images, "images with 2+ labels from the other labelers"
+    if panel.clusters is not None:
+        # Photos of one person are resampled together, and the floor counts people (issue 22).
+        n_units = int(np.unique(panel.clusters[(~np.isnan(others)).sum(axis=0) >= 2]).size)
+        unit = "subjects with 2+ labels from the other labelers"
+    if reason is None and n_units >= numbers.COEFFICIENT_MIN_UNITS:
         boot = agreement.bootstrap_alpha(
-            np.delete(panel.values.T, position, axis=0), n_resamples=N_RESAMPLES, confidence=CONFIDENCE, seed=0
+            others, n_resamples=N_RESAMPLES, confidence=CONFIDENCE, seed=0, clusters=panel.clusters
         )
         low, high = boot.low, boot.high
     without = coefficient_stat(
         panel.loo.loc[labeler_id, "alpha_without"],
         low,
         high,
-        n_images,
+        n_units,
         reason=reason,
-        unit="images with 2+ labels from the other labelers",
+        unit=unit,
+        resampled="subjects" if panel.clusters is not None else "images",
     )
     # Hidden whenever alpha without the labeler is (too few images, the floor, or its interval too wide).
     change_reason = reason or panel.reason or without["reason"]
@@ -198,26 +217,35 @@ def _retest_pairs(cal1: Phase, retest: list[tuple[int, int, float]]) -> list[tup
 
 
 def _retest_block(
-    round1: list[float], round2: list[float], categories: np.ndarray, images: list[int] | None = None
+    round1: list[float],
+    round2: list[float],
+    categories: np.ndarray,
+    images: list[int] | None = None,
+    *,
+    subjects: list[int] | None = None,
 ) -> dict:
     """Test-retest of pairs of labels (calibration 1, calibration 2).
 
     One labeler's pairs are one per image: Wilson intervals. The pooled row (``images`` given) has one
     pair per labeler and image, and the labelers of one image are alike: its intervals are clustered
     by image (``n`` images, ``n_units`` pairs). The weighted kappa has a BCa bootstrap interval over
-    images (whole images resampled in the pooled row).
+    images (whole images resampled in the pooled row). With ``subjects`` (the person of each pair's image,
+    given when a person has several of the repeated images) the clusters are people instead, for the
+    shares and the kappa alike, and the kappa's floor counts people (issue 22).
     """
     result = agreement.test_retest(round1, round2, categories)
     reason = None if result.n >= MIN_IMAGES else too_little(result.n, "labelled in both calibrations")
-    if images is not None and result.n:
+    clusters = subjects if subjects is not None else images
+    unit = "subjects" if subjects is not None else "images"
+    if clusters is not None and result.n:
         first, second = np.asarray(round1, dtype=np.float64), np.asarray(round2, dtype=np.float64)
-        keys, cluster = np.unique(np.asarray(images), return_inverse=True)
+        keys, cluster = np.unique(np.asarray(clusters), return_inverse=True)
         pairs = np.bincount(cluster, minlength=keys.size).astype(np.float64)
         difference = np.abs(second - first)
 
         def pooled(tolerance: float) -> dict:
             hits = np.bincount(cluster, weights=(difference <= tolerance).astype(np.float64), minlength=keys.size)
-            return clustered_share(hits, pairs, reason=reason, unit="images")
+            return clustered_share(hits, pairs, reason=reason, unit=unit)
 
         exact, within_one = pooled(0.0), pooled(1.0)
     else:
@@ -227,7 +255,7 @@ def _retest_block(
         round1,
         round2,
         categories=categories,
-        clusters=images,
+        clusters=clusters,
         n_resamples=N_RESAMPLES,
         confidence=CONFIDENCE,
         seed=0,
@@ -240,9 +268,10 @@ def _retest_block(
             result.weighted_kappa,
             kappa.low,
             kappa.high,
-            kappa.n_units if images is not None else result.n,
+            kappa.n_units if clusters is not None else result.n,
             reason=reason,
-            unit="images" if images is not None else "images labelled in both calibrations",
+            unit=unit if clusters is not None else "images labelled in both calibrations",
+            resampled=unit if clusters is not None else "images",
         ),
         "mean_shift": stat(result.mean_shift, reason),
     }
@@ -260,15 +289,35 @@ def test_retest_compute(project: Project) -> dict:
     if not retest:
         return empty
     pairs = _retest_pairs(cal1, retest)
+    # The person of each repeated image, when a person has several of them: the bootstrap resamples people.
+    repeated = np.unique(np.array([p[1] for p in pairs], dtype=np.int64))
+    units = image_subject_units(project.id, repeated) if pairs else None
+    subject_of = None if units is None else dict(zip(repeated.tolist(), units.tolist(), strict=True))
     per_labeler = []
     for labeler in sorted({p[0] for p in pairs}):
         own = [p for p in pairs if p[0] == labeler]
-        per_labeler.append({"labeler": labeler, **_retest_block([p[2] for p in own], [p[3] for p in own], categories)})
+        per_labeler.append(
+            {
+                "labeler": labeler,
+                **_retest_block(
+                    [p[2] for p in own],
+                    [p[3] for p in own],
+                    categories,
+                    subjects=None if subject_of is None else [subject_of[p[1]] for p in own],
+                ),
+            }
+        )
     return json_clean(
         {
             "per_labeler": per_labeler,
             "pooled": (
-                _retest_block([p[2] for p in pairs], [p[3] for p in pairs], categories, [p[1] for p in pairs])
+                _retest_block(
+                    [p[2] for p in pairs],
+                    [p[3] for p in pairs],
+                    categories,
+                    [p[1] for p in pairs],
+                    subjects=None if subject_of is None else [subject_of[p[1]] for p in pairs],
+                )
                 if pairs
                 else None
             ),

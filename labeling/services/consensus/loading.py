@@ -9,7 +9,7 @@ from django.db import connection
 
 from metrics import agreement
 
-from ...models import Label, Phase
+from ...models import Image, Label, Phase
 
 _LABEL_FIELDS = (
     "image_id",
@@ -124,3 +124,20 @@ def distribution(values: np.ndarray, categories: np.ndarray) -> list[int]:
     positions = np.searchsorted(categories, values)
     positions = positions[(positions < categories.size)]
     return np.bincount(positions, minlength=categories.size).tolist()
+
+
+def image_subject_units(project_id: int, image_ids: np.ndarray) -> np.ndarray | None:
+    """The bootstrap unit of each image: its subject, or the image itself when the subject is unknown.
+
+    None when no subject has two of these images: the image bootstrap is then the subject bootstrap
+    (and keeps its numbers). Several photos of one person are not independent (issue 22).
+    """
+    subject_of = dict(
+        Image.objects.filter(project_id=project_id, subject__isnull=False).values_list("id", "subject_id").iterator()
+    )
+    # Images without a subject get a unit of their own: negative, so never a subject's id.
+    units = np.array([subject_of.get(int(i), -int(i)) for i in image_ids], dtype=np.int64)
+    known = units[units > 0]
+    if known.size == np.unique(known).size:
+        return None
+    return units

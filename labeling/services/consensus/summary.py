@@ -14,10 +14,11 @@ import pandas as pd
 from metrics import agreement
 from metrics.agreement.bootstrap import INTERVAL_METHOD
 
-from ...models import Image, Phase
+from ...models import Phase
 from . import numbers
+from .bands import tone_band_block
 from .labelers import labelers_statistics
-from .loading import PhaseLabels, distribution, phase_labels_load, value_categories
+from .loading import PhaseLabels, distribution, image_subject_units, phase_labels_load, value_categories
 from .numbers import (
     CONFIDENCE,
     MAX_COEFFICIENT_WIDTH,
@@ -60,16 +61,17 @@ def phase_summary_compute(phase: Phase, *, n_tones: int, allow_pairs: bool = Tru
     n_images_2plus = int(several.sum())
     reason = None if n_images_2plus >= MIN_IMAGES else too_little(n_images_2plus)
     invalid_cells = ~np.isnan(data.first) & np.isnan(values)
+    # Several photos of one person: every interval below resamples people, not photos (issue 22).
+    clusters = image_subject_units(phase.project_id, data.image_ids)
     summary = {
         **_counts(phase, data, invalid_cells, n_images_2plus),
-        "agreement": _agreement_block(
-            table, values.T, several, reason, clusters=image_subject_units(phase.project_id, data.image_ids)
-        ),
+        "agreement": _agreement_block(table, values.T, several, reason, clusters=clusters),
         "agreement_intervals": _rate_intervals(table, several, reason),
         **_spread(table, values.T, several),
         "label_distribution": _label_distribution(data, values, invalid_cells, categories, n_tones),
         "kappa": _kappa_block(values.T, data.labeler_ids.tolist(), categories),
-        "per_labeler": labelers_statistics(data, values, categories, invalid_cells, reason),
+        "per_labeler": labelers_statistics(data, values, categories, invalid_cells, reason, clusters=clusters),
+        "tone_bands": tone_band_block(values.T, data.labeler_ids.tolist(), n_tones=n_tones, clusters=clusters),
         "flags": {
             "wide_range": int(table["wide_range"].sum()),
             "invalid": int(table["has_invalid_annotation"].sum()),
@@ -233,23 +235,6 @@ def _add_row_shares(summary: dict) -> None:
     total = sum(row["n_items"] for row in summary["unique_values"])
     for row in summary["unique_values"]:
         row["share"] = wilson_share(row["n_items"], total, unit="images with 2+ labels")
-
-
-def image_subject_units(project_id: int, image_ids: np.ndarray) -> np.ndarray | None:
-    """The bootstrap unit of each image: its subject, or the image itself when the subject is unknown.
-
-    None when no subject has two of these images: the image bootstrap is then the subject bootstrap
-    (and keeps its numbers). Several photos of one person are not independent (issue 22).
-    """
-    subject_of = dict(
-        Image.objects.filter(project_id=project_id, subject__isnull=False).values_list("id", "subject_id").iterator()
-    )
-    # Images without a subject get a unit of their own: negative, so never a subject's id.
-    units = np.array([subject_of.get(int(i), -int(i)) for i in image_ids], dtype=np.int64)
-    known = units[units > 0]
-    if known.size == np.unique(known).size:
-        return None
-    return units
 
 
 def alpha_block(

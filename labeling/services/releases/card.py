@@ -24,6 +24,7 @@ from typing import Any
 
 from ..consensus.numbers import MAX_INTERVAL_WIDTH
 from ..markdown_text import escape_markdown_text
+from .card_bands import agreement_by_band_blocks
 
 __all__ = ["PLOT_NAMES", "SECTIONS", "card_plots_register", "card_render", "is_hex_colour"]
 
@@ -688,6 +689,7 @@ def _blocks(facts: dict) -> list[Block]:
     blocks += _scale(facts)
     blocks += _process(facts)
     blocks += _agreement(facts)
+    blocks += agreement_by_band_blocks(facts)
     blocks += _test_retest(facts)
     blocks += _final(facts)
     blocks += _labels_vs_ita(facts)

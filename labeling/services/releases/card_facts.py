@@ -37,6 +37,7 @@ from ..consensus.numbers import (
     too_wide,
 )
 from .agreement import phase_agreement
+from .card_bands import agreement_by_band_facts
 from .memory import memory_release
 from .rules import CARD_FIELDS, CATEGORIES
 from .tables import LABELERS_SCHEMA, LABELS_SCHEMA, attribute_columns, images_schema
@@ -925,12 +926,14 @@ def card_project_facts(project: Project, phases: list) -> dict:
     memory_release()
     agreement = _agreement(project, phases)
     memory_release()
+    agreement_by_band = agreement_by_band_facts(project, phases, pseudonyms)  # issue 22 (card_bands)
     return {
         "composition": composition,
         "scale": _scale(project),
         "team": team,
         "process": process,
         "agreement": agreement,
+        "agreement_by_band": agreement_by_band,
         "test_retest": _test_retest(project, pseudonyms),
         "labels_vs_ita": labels_vs_ita,
         "fields": _fields(project),
@@ -1007,6 +1010,7 @@ def card_facts(
         "team": project_facts["team"],
         "process": project_facts["process"],
         "agreement": project_facts["agreement"],
+        "agreement_by_band": project_facts.get("agreement_by_band"),
         "test_retest": project_facts["test_retest"],
         "final_labels": _final(final, rule, project_facts["scale"]["tones"]),
         "labels_vs_ita": project_facts["labels_vs_ita"],
