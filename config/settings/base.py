@@ -150,11 +150,13 @@ MEDIA_URL = "/media-not-public/"
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 # Larger uploads wait on disk here while their request runs. A folder of the app's own, so that what a killed
-# process leaves behind can be found and removed (labeling.services.imports.upload_temp_sweep, issue 26).
+# process leaves behind can be found and removed (labeling.services.imports.upload_temp_sweep, issue 26). One per
+# user account, readable by it alone: a shared /tmp/fairtone-uploads made by one account refused every other
+# account's large uploads (a 500, found running bin/test as a second user on a machine where root had run it).
 FILE_UPLOAD_TEMP_DIR = os.environ.get("FAIRTONE_UPLOAD_TEMP_DIR") or os.path.join(
-    __import__("tempfile").gettempdir(), "fairtone-uploads"
+    __import__("tempfile").gettempdir(), f"fairtone-uploads-{os.getuid()}"
 )
-os.makedirs(FILE_UPLOAD_TEMP_DIR, exist_ok=True)
+os.makedirs(FILE_UPLOAD_TEMP_DIR, mode=0o700, exist_ok=True)
 DATA_UPLOAD_MAX_NUMBER_FILES = 1000
 FAIRTONE = {
     # A single image file larger than this is rejected.
