@@ -39,6 +39,11 @@ BIAS_DEFINITION = (
     "positive = deeper. 95% t interval with a cluster-robust standard error over images (subjects when "
     "people repeat)"
 )
+#: Many cells, each at 95%: some exclude 0 by chance.
+CELLS_NOTE = (
+    "Each bias interval is a 95% interval of its own: with several labelers and bands, about one cell in "
+    "twenty excludes 0 where there is no bias, so read a lone flagged cell from few images with care"
+)
 
 
 def _bias_reading(low: float | None, high: float | None) -> str | None:
@@ -168,6 +173,7 @@ def tone_band_block(
         "min_images": MIN_IMAGES,
         "definition": BAND_DEFINITION,
         "bias_definition": BIAS_DEFINITION,
+        "cells_note": CELLS_NOTE,
         "width_choice": (
             f"bands of {width} tone{'s' if width > 1 else ''} on a {n_tones}-tone scale, fixed on the scale "
             "(never cut at the data's quantiles): one band per tone would leave each band about a tenth of the "

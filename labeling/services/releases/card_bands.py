@@ -92,6 +92,7 @@ def _phase(phase: Phase, n_tones: int, pseudonyms: dict[int, str]) -> dict[str, 
             "band": block["definition"],
             "width": block["width_choice"],
             "bias": block["bias_definition"],
+            "cells": block["cells_note"],
             "range_restriction": block["note"],
         },
     }
@@ -155,7 +156,7 @@ def agreement_by_band_blocks(facts: dict) -> list[tuple]:
             "Where on the scale the labelers agree, and which labeler leans which way there: the fairness "
             f"evaluation is decided band by band (Schumann et al. 2023). Bands: {first['band']}; {first['width']}. "
             f"Near consensus: every valid value of the image within one tone of every other. Bias: "
-            f"{first['bias']}. No alpha from fewer than 30 images (people, when photos repeat a person) in a band, "
+            f"{first['bias']}. {first['cells']}. No alpha from fewer than 30 images (people, when photos repeat a person) in a band, "
             "no share or bias from fewer than 5: their counts are given instead. The intervals resample images "
             "or people, never the labelers: they are conditional on this labeler panel.",
         ),
