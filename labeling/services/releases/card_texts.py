@@ -10,9 +10,9 @@ SENSITIVE_STATEMENT = (
 RELEASE_MAINTENANCE = (
     "Each release is a numbered, immutable version: its files never change after publication, and "
     "manifest.json lists every file's SHA-256. A correction is published as the next version, whose data card "
-    "lists what moved since the previous one. When a person photographed asks for their data to be erased, "
-    "their images leave every later release, and earlier releases are served with an erasure notice that names "
-    "the subject_id whose rows holders must delete."
+    "lists what moved since the previous one. When a person photographed asks for their data to be deleted, "
+    "their images leave every later release, and earlier releases are served with a notice that names the "
+    "subject_id whose rows holders must delete."
 )
 #: What FairTone itself does to the data before release (the card's Preprocessing section; croissant.json).
 RELEASE_PREPROCESSING = (
