@@ -57,6 +57,15 @@ CARD = {
     "licence": "CC BY 4.0",
     "contacts": "bench@example.org",
     "consent": "Synthetic data.",
+    "collection_source": "Synthetic data.",
+    "collection_time_frame": "Generated for the benchmark.",
+    "collection_devices": "None: synthetic.",
+    "collected_by": "The benchmark script.",
+    "pre_filtering": "None.",
+    "labeler_recruitment": "Simulated labelers.",
+    "compensation": "None: simulated.",
+    "working_conditions": "None: simulated.",
+    "maintenance_plan": "Deleted after the benchmark.",
 }
 
 

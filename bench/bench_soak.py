@@ -70,6 +70,15 @@ CARD = {
     "licence": "CC0",
     "contacts": "bench@example.org",
     "consent": "Synthetic images.",
+    "collection_source": "Synthetic images.",
+    "collection_time_frame": "Generated for the benchmark.",
+    "collection_devices": "None: synthetic.",
+    "collected_by": "The benchmark script.",
+    "pre_filtering": "None.",
+    "labeler_recruitment": "Simulated labelers.",
+    "compensation": "None: simulated.",
+    "working_conditions": "None: simulated.",
+    "maintenance_plan": "Deleted after the benchmark.",
 }
 
 

@@ -18,6 +18,7 @@ from ..models import (
     Scale,
     Tone,
 )
+from ..services.releases.rules import CARD_FIELDS, CARD_REQUIRED, MAX_CARD_TEXT
 
 #: The largest id the database stores (a 64-bit primary key): a larger one is a 400, not "bigint out of range".
 MAX_ID = 2**63 - 1
@@ -575,6 +576,25 @@ class ReleaseDetailSerializer(ReleaseSerializer):
         return {"release": manifest.get("release"), "zip": manifest.get("zip")}
 
 
+@extend_schema_field(
+    {
+        "type": "object",
+        "properties": {
+            key: {
+                "type": "string",
+                "maxLength": MAX_CARD_TEXT,
+                "description": f"{field['title']}{'' if field['required'] else ' (optional)'}: {field['help']}",
+            }
+            for key, field in CARD_FIELDS.items()
+        },
+        "required": list(CARD_REQUIRED),
+        "additionalProperties": False,
+    }
+)
+class CardTextField(serializers.DictField):
+    """The data card's texts (``services.releases.rules.CARD_FIELDS``); the service validates them per field."""
+
+
 class ReleaseRequestSerializer(serializers.Serializer):
     """What a lead sends to make a release (validated by the service, one error per field)."""
 
@@ -586,8 +606,11 @@ class ReleaseRequestSerializer(serializers.Serializer):
         child=serializers.BooleanField(),
         help_text="Every readiness category with true (include its images) or false (exclude them).",
     )
-    card_text = serializers.DictField(
+    card_text = CardTextField(
         child=serializers.CharField(allow_blank=True),
-        help_text="motivation, intended_uses, out_of_scope_uses, licence, contacts, consent (all required).",
+        help_text="The data card's texts the lead writes, by field (Datasheets for Datasets and CrowdWorkSheets): "
+        f"required {', '.join(CARD_REQUIRED)}; optional "
+        f"{', '.join(k for k in CARD_FIELDS if k not in CARD_REQUIRED)}. A missing or blank required field, or "
+        "an unknown one, is a 400 with one error per field, named card_text.<field>.",
     )
     with_images = serializers.BooleanField(required=False, default=False)

@@ -49,12 +49,47 @@ def _rule_from(data, *, form: bool) -> dict:
     return rule
 
 
+def _card_sections(card_text: dict, errors: dict[str, str]) -> list[dict]:
+    """The form's card fields grouped by the card's sections (Datasheets' order), each with its help text,
+    whether a release needs it, the text so far and its error."""
+    sections: dict[str, list[dict]] = {}
+    for name, field in svc.CARD_FIELDS.items():
+        sections.setdefault(field["section"], []).append(
+            {
+                "name": name,
+                "title": field["title"],
+                "help": field["help"],
+                "required": field["required"],
+                "standard": field["standard"],
+                "value": card_text.get(name, "") if isinstance(card_text.get(name, ""), str) else "",
+                "error": errors.get(name, ""),
+            }
+        )
+    return [
+        {"key": key, "title": title, "fields": sections[key]}
+        for key, title in svc.CARD_SECTIONS.items()
+        if key in sections
+    ]
+
+
+def _card_errors(exc: ValidationError) -> dict[str, str]:
+    """The service's per-field errors of the card's texts (``card_text.<key>``), by field name."""
+    if not hasattr(exc, "error_dict"):
+        return {}
+    prefix = "card_text."
+    return {
+        key[len(prefix) :]: " ".join(messages) for key, messages in exc.message_dict.items() if key.startswith(prefix)
+    }
+
+
 def _card_prefill(project) -> dict:
     latest = project.releases.exclude(card_text={}).order_by("-version").first()
     return dict(latest.card_text) if latest else {}
 
 
-def _list_context(request, project, membership, *, rule: dict, card_text: dict, with_images: bool) -> dict:
+def _list_context(
+    request, project, membership, *, rule: dict, card_text: dict, with_images: bool, card_errors: dict | None = None
+) -> dict:
     try:
         readiness = svc.release_readiness_cached(project, rule)
     except ValidationError as exc:
@@ -72,7 +107,8 @@ def _list_context(request, project, membership, *, rule: dict, card_text: dict, 
         ],
         "aggregations": AGGREGATIONS,
         "ties": TIES,
-        "card_fields": [(name, title, card_text.get(name, "")) for name, title in svc.CARD_FIELDS.items()],
+        "card_sections": _card_sections(card_text, card_errors or {}),
+        "n_card_errors": len(card_errors or {}),
         "with_images": with_images,
         "releases": releases,
         "active": [r for r in releases if r.status in Release.ACTIVE],
@@ -94,9 +130,30 @@ def releases_page(request, pk: int):
                 project=project, user=request.user, rule=rule, card_text=card_text, with_images=with_images
             )
         except ValidationError as exc:
-            messages.error(request, f"No release was made: {error_text(exc)}")
+            card_errors = _card_errors(exc)
+            others = [
+                " ".join(m)
+                for key, m in (exc.message_dict.items() if hasattr(exc, "error_dict") else [])
+                if not key.startswith("card_text.")
+            ]
+            if not hasattr(exc, "error_dict"):
+                others = [error_text(exc)]
+            text = " ".join(others)
+            if card_errors:
+                text += (
+                    f"{' ' if text else ''}The data card needs {len(card_errors)} more field(s): "
+                    + ", ".join(svc.CARD_FIELDS[k]["title"] if k in svc.CARD_FIELDS else k for k in card_errors)
+                    + " (marked below)."
+                )
+            messages.error(request, f"No release was made: {text}")
             context = _list_context(
-                request, project, membership, rule=rule, card_text=card_text, with_images=with_images
+                request,
+                project,
+                membership,
+                rule=rule,
+                card_text=card_text,
+                with_images=with_images,
+                card_errors=card_errors,
             )
             return render(request, "labeling/releases.html", context, status=400)
         release.refresh_from_db()

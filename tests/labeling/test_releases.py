@@ -43,6 +43,15 @@ CARD = {
     "licence": "CC BY 4.0",
     "contacts": "fairness-team@example.org",
     "consent": "Every person photographed agreed in writing.",
+    "collection_source": "Portraits taken for this study in two community centres.",
+    "collection_time_frame": "2024-03-01 to 2024-06-30",
+    "collection_devices": "Two phone cameras (iPhone 13, Pixel 7), daylight and ring light.",
+    "collected_by": "Two paid research assistants of the project.",
+    "pre_filtering": "Removed: bad lighting, occlusion, less than 2.5% visible skin (by hand).",
+    "labeler_recruitment": "Four staff volunteers from three regions of upbringing.",
+    "compensation": "Paid working time at the staff hourly rate.",
+    "working_conditions": "At most two hours a day, breaks every 30 minutes, calibrated office screens.",
+    "maintenance_plan": "The fairness team maintains it for three years; errors by e-mail.",
 }
 INCLUDE_ALL = dict.fromkeys(svc.CATEGORIES, True)
 SECRET_NAMES = ("ann.secret", "bob.secret", "cy.secret", "dee.secret")

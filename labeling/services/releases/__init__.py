@@ -29,11 +29,22 @@ from .finalise import CHUNK_IMAGES, counted_labels, project_has_labels, release_
 from .lifecycle import release_cancel, release_request
 from .readiness import MAX_EXAMPLES, release_readiness, release_readiness_cached
 from .reimport import release_import
-from .rules import CARD_FIELDS, CATEGORIES, DEFAULT_INCLUDE, DEFAULT_MIN_VALID_LABELS, card_text_clean, rule_clean
+from .rules import (
+    CARD_FIELDS,
+    CARD_REQUIRED,
+    CARD_SECTIONS,
+    CATEGORIES,
+    DEFAULT_INCLUDE,
+    DEFAULT_MIN_VALID_LABELS,
+    card_text_clean,
+    rule_clean,
+)
 from .storage import release_dir, release_file_path, release_zip_path
 
 __all__ = [
     "CARD_FIELDS",
+    "CARD_REQUIRED",
+    "CARD_SECTIONS",
     "CATEGORIES",
     "CHUNK_IMAGES",
     "DEFAULT_INCLUDE",

@@ -25,30 +25,41 @@ from typing import Any
 from ..consensus.numbers import MAX_INTERVAL_WIDTH
 from ..markdown_text import escape_markdown_text
 from .card_bands import agreement_by_band_blocks
+from .card_texts import RELEASE_MAINTENANCE, RELEASE_PREPROCESSING, SENSITIVE_STATEMENT
+from .rules import CARD_SECTIONS
 
 __all__ = ["PLOT_NAMES", "SECTIONS", "card_plots_register", "card_render", "is_hex_colour"]
 
-#: The card's fixed sections, in order (the lead-written ones take their titles from the facts).
+#: The card's sections (``##``), in order: Datasheets for Datasets' (Motivation, Composition, Collection,
+#: Preprocessing, Uses, Distribution, Maintenance) with the annotation between Preprocessing and Uses as
+#: CrowdWorkSheets asks (the scale, the protocol, the labelers, the process and what it gave). The lead's texts
+#: are ``###`` under the section of their field (``rules.CARD_FIELDS``).
 SECTIONS = (
     "Summary",
     "Motivation",
-    "Intended uses",
-    "Out-of-scope uses",
     "Composition",
-    "Consent of the people photographed",
+    "Sensitive data",
+    "Collection",
+    "Preprocessing",
     "Skin-tone scale",
+    "Annotation protocol",
+    "Labelers",
     "Labeling process",
     "Agreement",
     "Test-retest",
     "Final labels",
     "Labels vs ITA",
     "Exclusions",
+    "Known limitations of the method",
+    "Uses",
+    "Distribution",
     "Changes since the previous release",
     "Fields",
-    "Known limitations of the method",
-    "Licence",
-    "Contacts",
+    "Maintenance",
 )
+#: The sections a lead-written field may belong to (``rules.CARD_SECTIONS``).
+SECTION_KEYS = tuple(CARD_SECTIONS)
+PREPROCESSING = RELEASE_PREPROCESSING
 #: Plots of the card (``plots/<name>.png``) and their alt texts.
 PLOT_NAMES = {
     "scale": "The scale's tones as shown to the labelers",
@@ -171,13 +182,6 @@ def _summary(facts: dict) -> list[Block]:
             "only (too little data to read a share)."
         ),
     ]
-
-
-def _user_section(facts: dict, field: str) -> list[Block]:
-    entry = next((e for e in facts["card_text"] if e["field"] == field), None)
-    if entry is None:
-        return []
-    return [_h(2, entry["title"]), _user(entry["text"])]
 
 
 def _composition(facts: dict) -> list[Block]:
@@ -678,15 +682,217 @@ def _limitations(facts: dict) -> list[Block]:
     ]
 
 
+# --------------------------------------------------------------------------- Datasheets / CrowdWorkSheets (issue 22)
+
+
+def _lead_fields(facts: dict, section: str) -> list[Block]:
+    """The lead's texts of one section, each as ``###``: a required one missing (a release stored before the
+    field existed) says "(not given)"; an optional one left empty is left out."""
+    blocks: list[Block] = []
+    for entry in facts["card_text"]:
+        if entry.get("section", "other") != section:
+            continue
+        if not entry["text"].strip() and not entry.get("required", True):
+            continue
+        blocks += [_h(3, entry["title"]), _user(entry["text"])]
+    return blocks
+
+
+def _lead_section(facts: dict, section: str, title: str, intro: str | None = None) -> list[Block]:
+    return [_h(2, title), *([_p(intro)] if intro else []), *_lead_fields(facts, section)]
+
+
+def _sensitive(facts: dict) -> list[Block]:
+    protocol = facts.get("annotation_protocol") or {}
+    attributes = [a["key"] for a in facts["composition"]["attributes"]]
+    blocks = [_h(2, "Sensitive data"), _p(protocol.get("sensitive_statement") or SENSITIVE_STATEMENT)]
+    blocks.append(
+        _p(
+            "Subject attributes released with each image: "
+            + (", ".join(attributes) if attributes else "none")
+            + ". Labelers' profile fields appear only for those who agreed to share them; the card counts them, "
+            "never per person."
+        )
+    )
+    return blocks
+
+
+def _preprocessing(facts: dict) -> list[Block]:
+    return [
+        _h(2, "Preprocessing"),
+        *_lead_fields(facts, "preprocessing"),
+        _h(3, "In FairTone"),
+        _list(list(PREPROCESSING)),
+    ]
+
+
+def _seconds(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1f} s"
+
+
+def _protocol(facts: dict) -> list[Block]:
+    """What the labelers saw and how long they took, from the project's records (CrowdWorkSheets)."""
+    protocol = facts.get("annotation_protocol")
+    blocks = [_h(2, "Annotation protocol")]
+    if not protocol:
+        return [*blocks, _p("Not recorded with this release.")]
+    blocks.append(_p("What the labelers saw and how they worked, from the project's records (not written by hand)."))
+    blocks.append(_h(3, "Instructions the labelers read"))
+    if protocol["instructions"]:
+        blocks.append(_p("As shown on every labeling page, without their formatting:"))
+        blocks.append(_user(protocol["instructions"]))
+    else:
+        blocks.append(_p("No written instructions were given."))
+    blocks.append(_h(3, "Tones and example photos"))
+    examples = protocol["tone_examples"]
+    order = ", ".join(str(t["position"]) for t in examples)
+    n_examples = sum(t["n_examples"] for t in examples)
+    blocks.append(
+        _p(
+            f"The scale's swatches were shown beside every photo, in this order (positions): {order}. "
+            + (
+                f"{n_examples} example photos were shown with the instructions:"
+                if n_examples
+                else "No example photo was shown with the instructions: the swatches only."
+            )
+        )
+    )
+    if n_examples:
+        rows = [
+            [
+                t["code"],
+                t["name"],
+                _swatch(t["hex"]),
+                str(t["n_examples"]),
+                "; ".join(e["external_id"] + (f" ({e['caption']})" if e["caption"] else "") for e in t["examples"])
+                or "—",
+            ]
+            for t in examples
+        ]
+        blocks.append(_table(["Tone", "Name", "Swatch", "Example photos", "Photos (caption)"], rows))
+    display = protocol["display"]
+    blocks.append(_h(3, "Display conditions"))
+    text = (
+        f"Every label stores what the labeler's browser reported about the display (the labels table's display "
+        f"column): it changes how a tone looks. Of {display['n_submissions']} {display['unit']}, "
+        f"{display['n_recorded']} reported their display"
+    )
+    if display["n_simulated"]:
+        text += f", {display['n_simulated']} are simulated (demo labels, no display)"
+    blocks.append(_p(text + "."))
+    if display["n_recorded"]:
+        blocks.append(
+            _table(
+                ["Property", "Submissions per value", "Not reported"],
+                [
+                    [
+                        p["title"],
+                        ", ".join(f"{v['value']}: {v['n']}" for v in p["values"]) or "—",
+                        str(p["n_not_recorded"]),
+                    ]
+                    for p in display["properties"]
+                ],
+            )
+        )
+    blocks.append(_h(3, "Calibration reflections"))
+    reflections = protocol["reflections"]
+    if not reflections:
+        blocks.append(_p("No calibration phase: no reflection was asked."))
+    items = []
+    for r in reflections:
+        noticed = ", ".join(f"{b['title'].lower()} {b['n']}" for b in r["biases_noticed"] if b["n"]) or "none"
+        minutes = (
+            f"median {r['minutes_median']:g} minutes taken ({r['n_minutes']} gave it)"
+            if r["minutes_median"] is not None
+            else "no time given"
+        )
+        items.append(
+            f"{r['name']}: {r['n_reflections']} of {r['n_participants']} labelers reflected ({r['n_skipped']} "
+            f"skipped); {minutes}; influences they noticed in themselves: {noticed}; "
+            f"{r['n_unclear_instructions']} found something in the instructions unclear, {r['n_other_biases']} "
+            f"named another influence, {r['n_mindfulness_plan']} wrote a plan for the next phase."
+        )
+    if items:
+        blocks.append(_list(items))
+        blocks.append(
+            _p(
+                "Counted only: the labelers wrote their reflections to the lead, who read them before the next "
+                "phase; their words are not published."
+            )
+        )
+    blocks.append(_h(3, "Time per label"))
+    times = protocol["time_per_label"]
+    if not times:
+        blocks.append(_p("No labels."))
+        return blocks
+    blocks.append(
+        _p(
+            "Seconds from the photo on screen to the answer, of each label's counting answer (skips included); "
+            "a label without a time (imported, or a lead's correction) is not counted."
+        )
+    )
+    rows = []
+    for t in times:
+        if t["median_s"] is None:
+            rows.append([t["name"], f"{t['n']} of {t['n_labels']}", f"not reported ({t['reason']})", "—", "—"])
+        else:
+            rows.append(
+                [
+                    t["name"],
+                    f"{t['n']} of {t['n_labels']}",
+                    _seconds(t["median_s"]),
+                    f"{_seconds(t['p25_s'])} to {_seconds(t['p75_s'])}",
+                    _seconds(t["p90_s"]),
+                ]
+            )
+    blocks.append(_table(["Phase", "Timed labels", "Median", "Interquartile range", "90th percentile"], rows))
+    return blocks
+
+
+def _labelers(facts: dict) -> list[Block]:
+    return _lead_section(
+        facts,
+        "annotation",
+        "Labelers",
+        "Who labelled, how they were chosen, paid and worked (CrowdWorkSheets), as the lead states it; the team's "
+        "numbers and shared profiles are in the labeling process below.",
+    )
+
+
+def _distribution(facts: dict) -> list[Block]:
+    return [
+        _h(2, "Distribution"),
+        _p(
+            "Each release is a folder and one zip: the images, labels and labelers tables (CSV, JSON Lines, "
+            "Parquet), this card (Markdown, HTML and its facts as JSON), croissant.json (MLCommons Croissant "
+            "with its Responsible AI fields), manifest.json (every file's SHA-256) and, when asked for, the "
+            "photos as a Hugging Face imagefolder with its dataset card."
+        ),
+        *_lead_fields(facts, "distribution"),
+    ]
+
+
+def _maintenance(facts: dict) -> list[Block]:
+    blocks = [_h(2, "Maintenance"), *_lead_fields(facts, "maintenance"), _h(3, "Versions and erasure")]
+    blocks.append(_p(RELEASE_MAINTENANCE))
+    for entry in facts["card_text"]:  # keys a stored release holds that today's form does not
+        if entry.get("section", "other") not in SECTION_KEYS:
+            blocks += [_h(3, entry["title"]), _user(entry["text"])]
+    return blocks
+
+
 def _blocks(facts: dict) -> list[Block]:
     release = facts["release"]
     blocks: list[Block] = [_h(1, f"Data card: {release['project']}, version {release['version']}")]
     blocks += _summary(facts)
-    for field in ("motivation", "intended_uses", "out_of_scope_uses"):
-        blocks += _user_section(facts, field)
+    blocks += _lead_section(facts, "motivation", "Motivation")
     blocks += _composition(facts)
-    blocks += _user_section(facts, "consent")
+    blocks += _sensitive(facts)
+    blocks += _lead_section(facts, "collection", "Collection")
+    blocks += _preprocessing(facts)
     blocks += _scale(facts)
+    blocks += _protocol(facts)
+    blocks += _labelers(facts)
     blocks += _process(facts)
     blocks += _agreement(facts)
     blocks += agreement_by_band_blocks(facts)
@@ -694,15 +900,12 @@ def _blocks(facts: dict) -> list[Block]:
     blocks += _final(facts)
     blocks += _labels_vs_ita(facts)
     blocks += _exclusions(facts)
+    blocks += _limitations(facts)
+    blocks += _lead_section(facts, "uses", "Uses")
+    blocks += _distribution(facts)
     blocks += _changes(facts)
     blocks += _fields(facts)
-    blocks += _limitations(facts)
-    for field in ("licence", "contacts"):
-        blocks += _user_section(facts, field)
-    known = {"motivation", "intended_uses", "out_of_scope_uses", "consent", "licence", "contacts"}
-    for entry in facts["card_text"]:
-        if entry["field"] not in known:
-            blocks += _user_section(facts, entry["field"])
+    blocks += _maintenance(facts)
     return blocks
 
 

@@ -38,8 +38,9 @@ from ..consensus.numbers import (
 )
 from .agreement import phase_agreement
 from .card_bands import agreement_by_band_facts
+from .card_protocol import protocol_facts
 from .memory import memory_release
-from .rules import CARD_FIELDS, CATEGORIES
+from .rules import CARD_FIELDS, CATEGORIES, card_field_title
 from .tables import LABELERS_SCHEMA, LABELS_SCHEMA, attribute_columns, images_schema
 
 __all__ = [
@@ -310,13 +311,17 @@ def _release(release_info: dict[str, Any]) -> dict[str, Any]:
     return {key: release_info.get(key) for key in keys}
 
 
-def _card_text(card_text: dict[str, str]) -> list[dict[str, str]]:
+def _card_text(card_text: dict[str, str]) -> list[dict[str, Any]]:
+    """Every field of today's form (a release stored before a field existed has it empty: "not given"), then
+    any other key a stored release holds, each with its section and whether a release needs it."""
     fields = [*CARD_FIELDS, *sorted(set(card_text) - set(CARD_FIELDS))]
     return [
         {
             "field": key,
-            "title": CARD_FIELDS.get(key, key.replace("_", " ").capitalize()),
+            "title": card_field_title(key),
             "text": card_text.get(key, ""),
+            "section": CARD_FIELDS[key]["section"] if key in CARD_FIELDS else "other",
+            "required": bool(CARD_FIELDS[key]["required"]) if key in CARD_FIELDS else False,
         }
         for key in fields
     ]
@@ -938,6 +943,7 @@ def card_project_facts(project: Project, phases: list) -> dict:
         "labels_vs_ita": labels_vs_ita,
         "fields": _fields(project),
         "limitations": _limitations(team, process),
+        "annotation_protocol": protocol_facts(project, phases),
     }
 
 
@@ -984,7 +990,8 @@ def card_facts(
     dict
         Keys ``card_format``, ``confidence``, ``release``, ``card_text``, ``composition``, ``scale``,
         ``team``, ``process``, ``agreement``, ``test_retest``, ``final_labels``, ``labels_vs_ita``,
-        ``exclusions``, ``changes``, ``rule``, ``fields``, ``limitations``. Proportions are
+        ``exclusions``, ``changes``, ``rule``, ``fields``, ``limitations``, ``annotation_protocol``
+        (:func:`.card_protocol.protocol_facts`). Proportions are
         ``{"k", "n", "value", "ci_low", "ci_high", "reason"}``; a statistic that is not shown has
         ``value`` None and a ``reason``.
     """
@@ -1019,5 +1026,6 @@ def card_facts(
         "rule": rule,
         "fields": project_facts["fields"],
         "limitations": project_facts["limitations"],
+        "annotation_protocol": project_facts["annotation_protocol"],
     }
     return json_clean(facts)

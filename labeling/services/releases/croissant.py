@@ -19,6 +19,7 @@ Deterministic: the same facts and files give the same bytes (no clock; dates fro
 
 from __future__ import annotations
 
+import datetime
 import json
 import re
 from pathlib import Path
@@ -27,6 +28,8 @@ from typing import Any
 import pyarrow as pa
 
 from .bundle import file_info
+from .card_texts import RELEASE_MAINTENANCE as MAINTENANCE
+from .card_texts import SENSITIVE_STATEMENT
 from .tables import FIXED_IMAGE_COLUMNS
 
 CROISSANT_NAME = "croissant.json"
@@ -109,27 +112,29 @@ LICENCES = (
     (r"CC0(?:[- ]1\.0)?", "CC0-1.0", "cc0-1.0"),
     (r"ODBL(?:[- ]1\.0)?", "ODbL-1.0", "odbl"),
 )
-SENSITIVE_STATEMENT = (
-    "The images are photos of people's faces, and every image carries a skin-tone label: skin tone is a proxy "
-    "for racial or ethnic origin, a special category of personal data under GDPR Art. 9 (processing needs an "
-    "Art. 9(2) condition, e.g. explicit consent), and a face photo can identify its person. No name is released: "
-    "subjects appear by the project's pseudonymous subject_id, labelers by pseudonym."
-)
 PHOTOS_PREPROCESSING = (
     "Every released photo lost its metadata (EXIF including GPS location, XMP, IPTC, comments, text chunks) "
     "after its EXIF orientation was applied; the images table's sha256 is the checksum of the file as imported."
+)
+#: The lead's texts of the card's Collection section, in rai:dataCollection (title, key).
+COLLECTION_FIELDS = (
+    ("collection_source", "Source"),
+    ("collection_time_frame", "Time frame"),
+    ("collection_devices", "Cameras and devices"),
+    ("collected_by", "Collected by"),
+    ("consent", "Consent of the people photographed"),
+)
+#: The lead's texts about the labelers (CrowdWorkSheets), in rai:dataAnnotationProtocol.
+ANNOTATOR_FIELDS = (
+    ("labeler_recruitment", "Labeler recruitment"),
+    ("labeler_training", "Labeler training"),
+    ("compensation", "Compensation"),
+    ("working_conditions", "Working conditions"),
 )
 NO_PHOTOS = "This release holds no photo: images are named by external_id and the sha256 of the file as imported."
 PREPROCESSING = (
     "Colorimetric baselines (ITA, CIELAB L*, hue angle, apparent albedo) were computed from the skin pixels of "
     "each photo with the parameters named by baseline_parameters_hash; they are cross-checks, not labels.",
-)
-MAINTENANCE = (
-    "Each release is a numbered, immutable version: its files never change after publication, and "
-    "manifest.json lists every file's SHA-256. A correction is published as the next version, whose data card "
-    "lists what moved since the previous one. When a person photographed asks for their data to be erased, "
-    "their images leave every later release, and earlier releases are served with an erasure notice that names "
-    "the subject_id whose rows holders must delete."
 )
 
 
@@ -356,9 +361,67 @@ def _collection(facts: dict[str, Any], card: dict[str, str]) -> str:
         "imported), were imported into FairTone from the project's source collection, each with its id there "
         "(external_id)."
     )
-    if card.get("consent"):
-        text += f" Consent of the people photographed: {_text(card['consent'])}"
+    for key, title in COLLECTION_FIELDS:
+        if card.get(key):
+            text += f" {title}: {_text(card[key])}"
     return text
+
+
+#: ISO dates (2024-03-01, or a month: 2024-03) in the lead's collection time frame.
+_ISO_DATE = re.compile(r"(?<![\d-])(\d{4})-(0[1-9]|1[0-2])(?:-(0[1-9]|[12]\d|3[01]))?(?![\d-])")
+
+
+def collection_dates(text: str) -> list[str]:
+    """The first and last ISO dates the lead's time frame names (``YYYY-MM-DD``; a month is its first day),
+    in the order written; ``[]`` when it names none or an impossible date."""
+    dates = []
+    for year, month, day in _ISO_DATE.findall(text or ""):
+        try:
+            dates.append(datetime.date(int(year), int(month), int(day or 1)).isoformat())
+        except ValueError:
+            return []
+    return [dates[0], dates[-1]] if len(dates) > 1 else dates
+
+
+def _protocol_texts(facts: dict[str, Any], card: dict[str, str]) -> list[str]:
+    """What the labelers saw and how they worked (the card's annotation protocol), and what the lead says of them."""
+    protocol = facts.get("annotation_protocol") or {}
+    texts = []
+    if protocol.get("instructions"):
+        texts.append("Instructions the labelers read: " + _text(protocol["instructions"]))
+    examples = protocol.get("tone_examples") or []
+    if examples:
+        n_examples = sum(int(t.get("n_examples") or 0) for t in examples)
+        texts.append(
+            "The scale's swatches were shown beside every photo in a fixed order (tone_order); "
+            + (f"{n_examples} example photos were shown with the instructions." if n_examples else "no example photo.")
+        )
+    display = protocol.get("display") or {}
+    if display.get("n_submissions"):
+        shown = [
+            f"{p['title']}: " + ", ".join(f"{v['value']} {v['n']}" for v in p["values"])
+            for p in display.get("properties") or []
+            if p.get("values")
+        ]
+        texts.append(
+            f"Display conditions: {display.get('n_recorded', 0)} of {display['n_submissions']} submissions reported "
+            "the labeler's display (labels.display)" + (f"; {'; '.join(shown)}." if shown else ".")
+        )
+    for r in protocol.get("reflections") or []:
+        texts.append(
+            f"Reflections after {r['name']}: {r['n_reflections']} of {r['n_participants']} labelers (counted only; "
+            "their words stay with the lead)."
+        )
+    for t in protocol.get("time_per_label") or []:
+        if t.get("median_s") is not None:
+            texts.append(
+                f"Time per label, {t['name']}: median {t['median_s']:.1f} s, interquartile range {t['p25_s']:.1f} to "
+                f"{t['p75_s']:.1f} s, 90th percentile {t['p90_s']:.1f} s ({t['n']} timed labels)."
+            )
+    for key, title in ANNOTATOR_FIELDS:
+        if card.get(key):
+            texts.append(f"{title}: {_text(card[key])}")
+    return texts
 
 
 def _baseline_version(code_version: str) -> str:
@@ -420,6 +483,8 @@ def croissant_jsonld(
     )
     if card.get("motivation"):
         description += f" Motivation: {_text(card['motivation'])}"
+    if card.get("funding"):
+        description += f" Funding: {_text(card['funding'])}"
     attributes = [name for name in schemas["images"].names if name not in FIXED_IMAGE_COLUMNS]
     uses = [
         f"Intended uses: {_text(card['intended_uses'])}" if card.get("intended_uses") else "",
@@ -443,10 +508,11 @@ def croissant_jsonld(
         ],
         "rai:dataCollection": _collection(facts, card),
         "rai:dataPreprocessingProtocol": [
+            *([f"Pre-filtering: {_text(card['pre_filtering'])}"] if card.get("pre_filtering") else []),
             PHOTOS_PREPROCESSING if any(path.startswith("imagefolder/") for path in files) else NO_PHOTOS,
             *PREPROCESSING,
         ],
-        "rai:dataAnnotationProtocol": _annotation_protocol(facts),
+        "rai:dataAnnotationProtocol": [*_annotation_protocol(facts), *_protocol_texts(facts, card)],
         "rai:dataAnnotationPlatform": [f"FairTone web application ({release.get('code_version')})"],
         "rai:dataAnnotationAnalysis": [
             "Agreement per phase (Krippendorff's alpha with its 95% interval, read from the interval; consensus "
@@ -469,9 +535,23 @@ def croissant_jsonld(
                 else []
             ),
         ],
-        "rai:dataReleaseMaintenancePlan": MAINTENANCE
-        + (f" Contacts: {_text(card['contacts'])}" if card.get("contacts") else ""),
+        "rai:dataReleaseMaintenancePlan": " ".join(
+            [
+                *([_text(card["maintenance_plan"])] if card.get("maintenance_plan") else []),
+                MAINTENANCE,
+                *([f"Contacts: {_text(card['contacts'])}"] if card.get("contacts") else []),
+            ]
+        ),
     }
+    if card.get("collection_time_frame"):
+        # The RAI 1.0 term (rai:dataCollectionTimeframe) with the lead's words; mlcroissant reads its own
+        # spelling (rai:dataCollectionTimeFrame) as dates: the first and last ISO dates the words name.
+        document["rai:dataCollectionTimeframe"] = _text(card["collection_time_frame"])
+        dates = collection_dates(card["collection_time_frame"])
+        if dates:
+            document["rai:dataCollectionTimeFrame"] = dates
+    if card.get("social_impact"):
+        document["rai:dataSocialImpact"] = _text(card["social_impact"])
     demographics = _annotator_demographics(labelers)
     if demographics:
         document["rai:annotatorDemographics"] = demographics

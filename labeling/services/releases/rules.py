@@ -33,15 +33,148 @@ DEFAULT_INCLUDE = {
 #: Categories a lead's explicit choice may leave out (their default applies). ``excluded_by_lead``: the lead
 #: already decided image by image in the data manager, and API clients written before it existed keep working.
 OPTIONAL_CATEGORIES = ("excluded_by_lead",)
-#: The data card's texts a lead writes; every one is required.
-CARD_FIELDS: dict[str, str] = {
+#: The data card's sections in the order of Datasheets for Datasets [Gebru2021] (Annotation: CrowdWorkSheets
+#: [Diaz2022]); a lead-written field belongs to one of them.
+CARD_SECTIONS: dict[str, str] = {
     "motivation": "Motivation",
-    "intended_uses": "Intended uses",
-    "out_of_scope_uses": "Out-of-scope uses",
-    "licence": "Licence",
-    "contacts": "Contacts",
-    "consent": "Consent of the people photographed",
+    "composition": "Composition",
+    "collection": "Collection",
+    "preprocessing": "Preprocessing",
+    "annotation": "Annotation",
+    "uses": "Uses",
+    "distribution": "Distribution",
+    "maintenance": "Maintenance",
 }
+
+
+def _field(section: str, title: str, help_text: str, *, required: bool = True, standard: str = "") -> dict[str, Any]:
+    return {"section": section, "title": title, "help": help_text, "required": required, "standard": standard}
+
+
+#: The data card's texts a lead writes (what no computation can): the key, its section, title, help text, whether
+#: a release needs it, and the question it answers (Datasheets [Gebru2021], CrowdWorkSheets [Diaz2022]). The six
+#: of the first card (motivation, intended_uses, out_of_scope_uses, licence, contacts, consent) keep their keys.
+CARD_FIELDS: dict[str, dict[str, Any]] = {
+    "motivation": _field(
+        "motivation",
+        "Motivation",
+        "Why the dataset was made: the fairness question it answers, for which model or task.",
+        standard="Datasheets: Motivation, for what purpose was the dataset created?",
+    ),
+    "funding": _field(
+        "motivation",
+        "Funding",
+        "Who funded the collection and the labeling (optional).",
+        required=False,
+        standard="Datasheets: Motivation, who funded the creation of the dataset?",
+    ),
+    "collection_source": _field(
+        "collection",
+        "Source of the photos",
+        "Where the photos come from: the collection, archive or study, and how they were obtained "
+        "(taken for this project, licensed, scraped...).",
+        standard="Datasheets: Collection process, how was the data acquired?",
+    ),
+    "collection_time_frame": _field(
+        "collection",
+        "Collection time frame",
+        "When the photos were taken or gathered, as dates where known (e.g. 2024-03-01 to 2024-06-30); say "
+        "'unknown' if it is. ISO dates here also go to croissant.json (rai:dataCollectionTimeframe).",
+        standard="Datasheets: Collection process, over what timeframe was the data collected?",
+    ),
+    "collection_devices": _field(
+        "collection",
+        "Cameras and devices",
+        "The cameras or phones, lighting and settings used, as far as known ('unknown' if not): they change how "
+        "skin tones appear.",
+        standard="Datasheets: Collection process, what mechanisms or procedures were used?",
+    ),
+    "collected_by": _field(
+        "collection",
+        "Who collected the photos",
+        "Who took or gathered the photos (staff, contractors, volunteers, a vendor) and how they were paid.",
+        standard="Datasheets: Collection process, who was involved in the data collection process?",
+    ),
+    "consent": _field(
+        "collection",
+        "Consent of the people photographed",
+        "How each person was informed and agreed (what they were told, in writing or not), and how they can "
+        "withdraw; the legal basis for the skin-tone labels, a special category of data (GDPR Art. 9).",
+        standard="Datasheets: Collection process, did the individuals consent? How can they revoke it?",
+    ),
+    "pre_filtering": _field(
+        "preprocessing",
+        "Pre-filtering of the photos",
+        "Which photos were removed before labeling, and by which rule (e.g. bad lighting, occlusion, less than "
+        "2.5% visible skin, duplicates), by hand or automatically; how many if known.",
+        standard="Datasheets: Preprocessing, was any preprocessing, cleaning or filtering done?",
+    ),
+    "labeler_recruitment": _field(
+        "annotation",
+        "Labeler recruitment",
+        "How the labelers were found and chosen (employees, crowd platform, experts), with the criteria, and "
+        "whether their own backgrounds were considered.",
+        standard="CrowdWorkSheets: Task formulation and annotator selection",
+    ),
+    "labeler_training": _field(
+        "annotation",
+        "Labeler training",
+        "Training or briefing beyond the written instructions and the calibration phases (optional).",
+        required=False,
+        standard="CrowdWorkSheets: Platform and infrastructure choices",
+    ),
+    "compensation": _field(
+        "annotation",
+        "Compensation",
+        "How and how much the labelers were paid (per hour or per label, in which currency), or why not.",
+        standard="CrowdWorkSheets: Dataset analysis and evaluation, compensation of annotators",
+    ),
+    "working_conditions": _field(
+        "annotation",
+        "Working conditions",
+        "Hours, breaks, where they worked, the screens they used, how they could raise concerns or stop.",
+        standard="CrowdWorkSheets: Platform and infrastructure choices, annotator well-being",
+    ),
+    "intended_uses": _field(
+        "uses",
+        "Intended uses",
+        "What the dataset is for (e.g. measuring a face model's performance gaps across skin tones).",
+        standard="Datasheets: Uses, for what tasks has the dataset been used or is it meant?",
+    ),
+    "out_of_scope_uses": _field(
+        "uses",
+        "Out-of-scope uses (uses to avoid)",
+        "Uses to avoid: e.g. inferring anyone's skin tone or ethnicity, training classifiers of people.",
+        standard="Datasheets: Uses, are there tasks for which the dataset should not be used?",
+    ),
+    "social_impact": _field(
+        "uses",
+        "Social impact",
+        "Foreseeable effects on the people photographed or on groups, good and bad (optional).",
+        required=False,
+        standard="Datasheets: Uses, is there anything that might impact future uses? (rai:dataSocialImpact)",
+    ),
+    "licence": _field(
+        "distribution",
+        "Licence",
+        "The licence or terms of use (an SPDX name such as CC-BY-4.0 is recognised for croissant.json).",
+        standard="Datasheets: Distribution, under which licence will the dataset be distributed?",
+    ),
+    "maintenance_plan": _field(
+        "maintenance",
+        "Maintenance plan",
+        "Who maintains the dataset, how errors and erasure requests are handled, how long it is supported.",
+        standard="Datasheets: Maintenance, who will support and maintain the dataset? Will it be updated?",
+    ),
+    "contacts": _field(
+        "maintenance",
+        "Contacts",
+        "Who to write to about the dataset (a team address rather than a person's).",
+        standard="Datasheets: Maintenance, how can the owner or curator be contacted?",
+    ),
+}
+#: The fields a release needs (the others may be left empty).
+CARD_REQUIRED = tuple(key for key, field in CARD_FIELDS.items() if field["required"])
 DEFAULT_MIN_VALID_LABELS = 2
 MAX_MIN_VALID_LABELS = 50
 MAX_CARD_TEXT = 20_000
@@ -150,8 +283,16 @@ def rule_stored(rule: dict[str, Any]) -> dict[str, Any]:
     return rule
 
 
+def card_field_title(key: str) -> str:
+    """A card field's title (a key unknown today, e.g. from a later version, as its words)."""
+    field = CARD_FIELDS.get(key)
+    return field["title"] if field else key.replace("_", " ").capitalize()
+
+
 def card_text_clean(raw: dict[str, Any] | None) -> dict[str, str]:
-    """The data card's texts, each required and non-empty (``ValidationError`` per missing field)."""
+    """The data card's texts: every field of :data:`CARD_REQUIRED` non-empty, the optional ones may be empty
+    (stored as ""), each at most :data:`MAX_CARD_TEXT` characters (``ValidationError`` per field,
+    ``card_text.<key>``)."""
     if raw is not None and not isinstance(raw, dict):
         raise ValidationError({"card_text": f"An object with {', '.join(CARD_FIELDS)}."})
     raw = raw or {}
@@ -159,11 +300,14 @@ def card_text_clean(raw: dict[str, Any] | None) -> dict[str, str]:
     cleaned = {}
     for key in sorted(set(raw) - set(CARD_FIELDS)):
         errors[f"card_text.{key}"] = f"Unknown card field (use {', '.join(CARD_FIELDS)})."
-    for key, title in CARD_FIELDS.items():
+    for key, field in CARD_FIELDS.items():
         value = raw.get(key)
-        text = value.strip() if isinstance(value, str) else ""
-        if not text:
-            errors[f"card_text.{key}"] = f"{title} is required before a release is made."
+        if value is not None and not isinstance(value, str):
+            errors[f"card_text.{key}"] = "A text."
+            continue
+        text = (value or "").strip()
+        if not text and field["required"]:
+            errors[f"card_text.{key}"] = f"{field['title']} is required before a release is made."
         elif len(text) > MAX_CARD_TEXT:
             errors[f"card_text.{key}"] = f"At most {MAX_CARD_TEXT} characters."
         cleaned[key] = text.replace("\r\n", "\n")
