@@ -30,7 +30,14 @@ from .lifecycle import release_cancel, release_request
 from .readiness import MAX_EXAMPLES, release_readiness, release_readiness_cached
 from .reimport import release_import
 from .rules import CARD_FIELDS, CATEGORIES, DEFAULT_INCLUDE, DEFAULT_MIN_VALID_LABELS, card_text_clean, rule_clean
-from .storage import release_dir, release_file_path, release_zip_path
+from .storage import (
+    release_dir,
+    release_file_local,
+    release_file_name,
+    release_file_path,
+    release_zip_name,
+    release_zip_path,
+)
 
 __all__ = [
     "CARD_FIELDS",
@@ -53,11 +60,14 @@ __all__ = [
     "release_dir",
     "release_fail",
     "release_import",
+    "release_file_local",
+    "release_file_name",
     "release_file_path",
     "release_readiness",
     "release_readiness_cached",
     "release_request",
     "release_write",
+    "release_zip_name",
     "release_zip_path",
     "rule_clean",
 ]
