@@ -59,7 +59,7 @@ class S3Server:
             access_key=CREDENTIALS["AWS_ACCESS_KEY_ID"],
             secret_key=CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
         )
-        return {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": options}
+        return {"BACKEND": "labeling.services.media_files.MediaS3Storage", "OPTIONS": options}
 
     def environment(self, bucket: str) -> dict[str, str]:
         """The environment a web server or worker process needs to use ``bucket`` (config.settings.base)."""

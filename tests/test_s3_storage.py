@@ -92,7 +92,7 @@ def labelled_and_released(project, lead, labelers, n: int = 6):
 def test_the_storage_is_the_bucket_and_it_is_private(s3_media):
     from django.core.files.storage import storages
 
-    assert type(storages["default"]).__name__ == "S3Storage"
+    assert type(storages["default"]).__name__ == "MediaS3Storage"
     name = default_storage.save("probe/hello.txt", io.BytesIO(b"hello"))
     assert s3_media.names() == ["probe/hello.txt"]
     grants = s3_media.server.client().get_object_acl(Bucket=s3_media.bucket, Key=name)["Grants"]

@@ -174,7 +174,7 @@ def s3_storage_options(bucket: str, endpoint_url: str = "") -> dict:
 
 if S3_BUCKET:
     DEFAULT_STORAGE = {
-        "BACKEND": "storages.backends.s3.S3Storage",
+        "BACKEND": "labeling.services.media_files.MediaS3Storage",
         "OPTIONS": s3_storage_options(S3_BUCKET, os.environ.get("FAIRTONE_S3_ENDPOINT_URL", "")),
     }
 else:

@@ -10,6 +10,7 @@ which the S3 backend sends as a multipart upload, one part in memory at a time.
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import shutil
@@ -199,3 +200,48 @@ def storage_reader(name: str, storage: Storage | None = None, *, buffer_size: in
     if hasattr(storage, "bucket"):
         return io.BufferedReader(_S3Range(storage, name), buffer_size=buffer_size)
     return storage.open(name, "rb")  # type: ignore[return-value]
+
+
+@functools.cache
+def _s3_storage_class() -> type:
+    from storages.backends.s3 import S3Storage
+    from storages.utils import clean_name
+
+    class MediaS3Storage(S3Storage):
+        """django-storages' S3 backend with two shortcuts for the many small files of an import.
+
+        A photo's original is stored under its SHA-256 (``models.images.original_path``): the same name holds the
+        same bytes, so no existence check (a HEAD request per file) is needed to choose a free name. A file
+        smaller than the multipart threshold is sent in one ``PutObject`` rather than through s3transfer's
+        manager (a thread pool made per upload); larger ones still go in parts, one part in memory at a time.
+        """
+
+        def get_available_name(self, name, max_length=None):  # type: ignore[no-untyped-def]
+            name = clean_name(name)
+            parts = name.split("/")
+            if len(parts) == 5 and parts[0] == "projects" and parts[2] == "originals" and len(parts[4]) == 64:
+                return name
+            return super().get_available_name(name, max_length)
+
+        def _save(self, name, content):  # type: ignore[no-untyped-def]
+            size = getattr(content, "size", None)
+            if self.gzip or size is None or size >= self.transfer_config.multipart_threshold:
+                return super()._save(name, content)
+            cleaned = clean_name(name)
+            key = self._normalize_name(cleaned)
+            params = self._get_write_parameters(key, content)
+            if hasattr(content, "seek"):
+                content.seek(0)
+            data = content.read()
+            if isinstance(data, str):
+                data = data.encode("utf-8")
+            self.bucket.Object(key).put(Body=data, **params)
+            return cleaned
+
+    return MediaS3Storage
+
+
+def __getattr__(name: str):  # the S3 class only when asked for: django-storages is needed for S3 only
+    if name == "MediaS3Storage":
+        return _s3_storage_class()
+    raise AttributeError(name)
