@@ -23,11 +23,13 @@ from django.core.files import File
 from django.core.files.storage import Storage, default_storage
 
 try:  # what the S3 backend raises when the bucket cannot be reached or refuses (beside OSError)
-    from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
 
     STORAGE_ERRORS: tuple[type[BaseException], ...] = (BotoCoreError, ClientError)
 except ImportError:  # pragma: no cover - the local disk only
     STORAGE_ERRORS = ()
+#: Every error a failing store raises: the disk's and the bucket's.
+STORAGE_FAILURES: tuple[type[BaseException], ...] = (OSError, *STORAGE_ERRORS)
 
 #: Bytes copied at a time between storage and a local file.
 CHUNK = 1024 * 1024
@@ -47,13 +49,15 @@ def storage_is_local(storage: Storage | None = None) -> bool:
 
 
 @contextmanager
-def local_copy(name: str, storage: Storage | None = None, *, suffix: str = "") -> Iterator[Path]:
+def local_copy(name: str | None, storage: Storage | None = None, *, suffix: str = "") -> Iterator[Path]:
     """A local file with the content of the stored ``name`` while the block runs.
 
     On the local disk the stored file itself (nothing copied; do not write to it); otherwise a temporary copy,
     streamed a megabyte at a time and removed afterwards. A missing name raises ``FileNotFoundError``.
     """
     storage = storage or default_storage
+    if not name:
+        raise FileNotFoundError("no file")
     local = storage_local_path(name, storage)
     if local is not None:
         if not local.is_file():
@@ -147,7 +151,7 @@ class _S3Range(io.RawIOBase):
 
     def __init__(self, storage: Storage, name: str) -> None:
         super().__init__()
-        from storages.utils import clean_name
+        from storages.utils import clean_name  # type: ignore[import-untyped]
 
         self._object = storage.bucket.Object(storage._normalize_name(clean_name(name)))  # type: ignore[attr-defined]
         try:
@@ -204,8 +208,8 @@ def storage_reader(name: str, storage: Storage | None = None, *, buffer_size: in
 
 @functools.cache
 def _s3_storage_class() -> type:
-    from storages.backends.s3 import S3Storage
-    from storages.utils import clean_name
+    from storages.backends.s3 import S3Storage  # type: ignore[import-untyped]
+    from storages.utils import clean_name  # type: ignore[import-untyped]
 
     class MediaS3Storage(S3Storage):
         """django-storages' S3 backend with two shortcuts for the many small files of an import.

@@ -369,7 +369,9 @@ def mask_sample_item_score(item: MaskSampleItem) -> MaskSampleItem:
             message = f"{type(exc).__name__}: {exc}"
             if original_text:
                 message = message.replace(original_text, image.original_filename)
-            updates["error"] = message.replace(image.original.name, image.original_filename)[:500]
+            if image.original.name:
+                message = message.replace(image.original.name, image.original_filename)
+            updates["error"] = message[:500]
         else:
             updates.update(
                 masked_ita=masked["ita_median"],

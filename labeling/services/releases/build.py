@@ -29,7 +29,7 @@ from django.utils import timezone
 
 from ...models import Image, Job, Membership, Release, ReleaseImage
 from ..heartbeat import JobBeat
-from ..media_files import STORAGE_ERRORS, upload_file
+from ..media_files import STORAGE_FAILURES, upload_file
 from .bundle import ImagefolderWriter, TableWriter, file_info, manifest_write, zip_write
 from .card import card_render
 from .card_facts import card_facts, card_project_facts
@@ -458,7 +458,7 @@ def _build(release, final_attempt, beat, inactive, tmp, tmp_zip, top, progress) 
         _remove_unpublished(release, tmp, tmp_zip, top)
         release.refresh_from_db()
         return release
-    except (OSError, *STORAGE_ERRORS) as exc:
+    except STORAGE_FAILURES as exc:
         _remove_unpublished(release, tmp, tmp_zip, top)
         if not final_attempt:
             raise
