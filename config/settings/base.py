@@ -146,6 +146,44 @@ WHITENOISE_ROOT = BASE_DIR / "public"
 MEDIA_ROOT = Path(os.environ.get("FAIRTONE_MEDIA_ROOT", BASE_DIR / "var" / "media"))
 MEDIA_URL = "/media-not-public/"
 
+# Media storage (issue 25). With FAIRTONE_S3_BUCKET set, photos, masks, overlays, releases and evaluation files
+# live in that S3 (or S3-compatible: MinIO, Ceph, R2...) bucket, shared by every web node and worker; otherwise
+# on the local disk under MEDIA_ROOT (the demo). The bucket is private: objects are written without a public ACL
+# and never served from the bucket's URL; the app streams them through views that check the role first.
+# https://django-storages.readthedocs.io/en/latest/backends/amazon-S3.html
+S3_BUCKET = os.environ.get("FAIRTONE_S3_BUCKET", "")
+
+
+def s3_storage_options(bucket: str, endpoint_url: str = "") -> dict:
+    """The S3 backend's options: private objects, signed (query-string) URLs that expire in 5 minutes."""
+    return {
+        "bucket_name": bucket,
+        "endpoint_url": endpoint_url or None,
+        "region_name": os.environ.get("FAIRTONE_S3_REGION") or os.environ.get("AWS_DEFAULT_REGION") or None,
+        "access_key": os.environ.get("AWS_ACCESS_KEY_ID") or None,
+        "secret_key": os.environ.get("AWS_SECRET_ACCESS_KEY") or None,
+        "default_acl": "private",
+        "querystring_auth": True,
+        "querystring_expire": 300,
+        "file_overwrite": False,
+        "location": os.environ.get("FAIRTONE_S3_PREFIX", ""),
+        # Parts of 8 MiB: an upload holds one part in memory, whatever the file's size.
+        "max_memory_size": 8 * 1024 * 1024,
+    }
+
+
+if S3_BUCKET:
+    DEFAULT_STORAGE = {
+        "BACKEND": "labeling.services.media_files.MediaS3Storage",
+        "OPTIONS": s3_storage_options(S3_BUCKET, os.environ.get("FAIRTONE_S3_ENDPOINT_URL", "")),
+    }
+else:
+    DEFAULT_STORAGE = {"BACKEND": "django.core.files.storage.FileSystemStorage"}
+STORAGES = {
+    "default": DEFAULT_STORAGE,
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+
 # Upload limits. https://docs.djangoproject.com/en/5.2/ref/settings/#data-upload-max-memory-size
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024

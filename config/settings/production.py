@@ -3,14 +3,14 @@
 import os
 
 from .base import *  # noqa: F403
-from .base import env_bool
+from .base import DEFAULT_STORAGE, env_bool
 
 DEBUG = False
 SECRET_KEY = os.environ["DJANGO_SECRET_KEY"]
 SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", True)
 CSRF_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", True)
 STORAGES = {
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "default": DEFAULT_STORAGE,
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
 }
 # HTTPS by default: `manage.py check --deploy` passes with nothing set. Plain HTTP (e.g. docker compose

@@ -49,8 +49,9 @@ from ..models import (
 from . import queue
 from .audit import audit
 from .cache_purge import project_caches_purge
+from .media_files import storage_reader
 from .project_lifecycle import project_refuse_if_archived
-from .releases.storage import release_file_path
+from .releases.storage import release_file_name
 
 logger = logging.getLogger(__name__)
 
@@ -69,11 +70,12 @@ def _releases_with(project: Project, subject: Subject, image_ids: list[int]) -> 
     whose table cannot be read is checked on its ``ReleaseImage`` rows instead."""
     found = []
     for release in project.releases.filter(status=Release.Status.PUBLISHED).order_by("version"):
-        path = release_file_path(release, "images.parquet")
+        path = release_file_name(release, "images.parquet")
         rows = 0
         if path is not None:
             try:
-                column = pq.read_table(path, columns=["subject_id"]).column("subject_id").to_pylist()
+                with storage_reader(path) as handle:  # the column alone, read by ranges from a bucket
+                    column = pq.read_table(handle, columns=["subject_id"]).column("subject_id").to_pylist()
                 rows = sum(1 for value in column if value == subject.external_id)
             except Exception:  # an unreadable table: fall back on the database's copy of the release's rows
                 logger.warning("Release %s: images table unreadable during an erasure", release.pk)

@@ -24,11 +24,11 @@ import html
 import io
 import zipfile
 from collections.abc import Iterator
-from pathlib import Path
 
 from ..models import Release
 from .erasure import erasure_notice, release_erasures
 from .markdown_text import escape_markdown_text
+from .media_files import storage_reader
 
 #: The release files served with the notice block.
 CARD_FILES = ("data_card.md", "data_card.html")
@@ -144,12 +144,12 @@ def _top(names: list[str]) -> str:
     return f"{tops.pop()}/" if len(tops) == 1 and all("/" in name for name in names) else ""
 
 
-def zip_with_notice(path: Path, notice: bytes) -> tuple[int, Iterator[bytes]]:
-    """The archive at ``path`` with ``<top>/ERASURE_NOTICE.md`` added: (its size, its bytes in chunks).
+def zip_with_notice(path: str, notice: bytes) -> tuple[int, Iterator[bytes]]:
+    """The stored archive ``path`` (a storage name) with ``<top>/ERASURE_NOTICE.md`` added: (its size, its bytes in chunks).
 
     The published archive's bytes up to its central directory are sent as they are; then the new entry and a
     central directory listing every published entry (at its published offset) and the new one."""
-    with zipfile.ZipFile(path) as published:
+    with storage_reader(path) as handle, zipfile.ZipFile(handle) as published:
         start = published.start_dir
         entries = published.infolist()
         comment = published.comment
@@ -167,7 +167,7 @@ def zip_with_notice(path: Path, notice: bytes) -> tuple[int, Iterator[bytes]]:
     data = tail.buffer.getvalue()
 
     def chunks() -> Iterator[bytes]:
-        with open(path, "rb") as handle:
+        with storage_reader(path) as handle:
             left = start
             while left > 0:
                 chunk = handle.read(min(CHUNK, left))

@@ -4,17 +4,14 @@ Labels are protected from side-effect deletion (``Label.labeler`` is PROTECT: de
 account never deletes labels), and a release protects its project. Deleting a project is therefore never a
 cascade from ``Project.delete()`` alone: ``project_delete`` removes, inside one transaction and in an order the
 protections allow, the evaluation runs, the releases, the labels with their revisions, then the project with
-everything that cascades from it; the files under ``MEDIA_ROOT`` go after the transaction commits (a rolled
+everything that cascades from it; its stored files (local disk or bucket) go after the transaction commits (a rolled
 back delete leaves every file in place).
 """
 
 from __future__ import annotations
 
 import logging
-import shutil
-from pathlib import Path
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.files.storage import default_storage
 from django.db import transaction
@@ -32,6 +29,7 @@ from ..models import (
     Release,
 )
 from .audit import audit
+from .media_files import storage_delete_tree
 
 logger = logging.getLogger(__name__)
 
@@ -84,36 +82,34 @@ def project_delete_counts(project: Project) -> dict[str, int]:
     }
 
 
-def _media_paths(project: Project) -> tuple[list[str], list[Path]]:
-    """The project's stored files (storage names) and folders under ``MEDIA_ROOT``."""
+def _media_paths(project: Project) -> tuple[list[str], list[str]]:
+    """The project's stored files and folders (storage names: the local disk or the bucket)."""
     names: set[str] = set()
     for row in Image.objects.filter(project=project).values_list("original", "mask", "display", "thumbnail"):
         names.update(n for n in row if n)
     names.update(n for n in ImageBaseline.objects.filter(image__project=project).values_list("overlay", flat=True) if n)
     names.update(n for n in project.evaluations.values_list("predictions", flat=True) if n)
-    root = Path(settings.MEDIA_ROOT)
     # The folders every kind of file of the project lives in (images, releases, evaluation results and figures).
-    folders = [root / "projects" / str(project.pk), root / "releases" / str(project.pk)]
-    folders += [root / "evaluations" / str(project.pk), root / "baselines" / str(project.pk)]
+    folders = [f"{kind}/{int(project.pk)}" for kind in ("projects", "releases", "evaluations", "baselines")]
     return sorted(names), folders
 
 
-def _remove_files(names: list[str], folders: list[Path]) -> None:
-    """Remove files and folders; only what lies inside ``MEDIA_ROOT``. A file already gone is no error."""
-    root = Path(settings.MEDIA_ROOT).resolve()
+def _remove_files(names: list[str], folders: list[str]) -> None:
+    """Remove stored files and every file under the stored folders. A file already gone is no error."""
     for name in names:
         try:
             default_storage.delete(name)
         except Exception:  # a file that cannot be removed must not stop the others
             logger.exception("Could not remove a deleted project's file")
     for folder in folders:
-        resolved = folder.resolve()
-        if root in resolved.parents and resolved.is_dir():
-            shutil.rmtree(resolved, ignore_errors=True)
+        try:
+            storage_delete_tree(folder)
+        except Exception:  # a folder that cannot be listed must not stop the others
+            logger.exception("Could not remove a deleted project's folder")
 
 
 def project_delete(*, project: Project, user, confirm: bool = False) -> dict[str, int]:
-    """Delete the project and everything of it: rows in one transaction, then its files under ``MEDIA_ROOT``.
+    """Delete the project and everything of it: rows in one transaction, then its stored files.
 
     Refused (``ValidationError``) while the project has releases unless ``confirm`` is true (a published release
     may have been handed to others: its deletion must be asked for explicitly), and while a release or an

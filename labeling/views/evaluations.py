@@ -8,6 +8,7 @@ leads edit gates. The API of the same: ``api.views.evaluations``.
 from __future__ import annotations
 
 import json
+from pathlib import PurePosixPath
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -21,6 +22,7 @@ from metrics.gate import FAIL_ON_TEXT
 from ..errors import error_fields, error_text
 from ..models import EvaluationRun, Membership, Release
 from ..services import evaluations as svc
+from ..services.media_files import storage_reader
 from .access import page_access, page_project
 
 READERS = (Membership.Role.LEAD, Membership.Role.REVIEWER)
@@ -222,16 +224,16 @@ def evaluation_page(request, pk: int, run_id: int):
 def evaluation_file_page(request, pk: int, run_id: int, path: str):
     project, _ = page_project(request, pk, *READERS)
     run = _run_get(project, run_id)
-    found = svc.evaluation_file_path(run, path)
+    found = svc.evaluation_file_name(run, path)
     if found is None:
         raise Http404("No such file in this run's report.")
     inline = path.endswith((".png", ".svg")) and request.GET.get("download") != "1"
     types = {".png": "image/png", ".svg": "image/svg+xml", ".json": "application/json", ".html": "text/html"}
     response = FileResponse(
-        open(found, "rb"),
+        storage_reader(found),  # streamed after the role check (see api.views.releases._file_response)
         as_attachment=not inline,
         filename=f"evaluation-{run.pk}-" + path.replace("/", "-"),
-        content_type=types.get(found.suffix, "application/octet-stream"),
+        content_type=types.get(PurePosixPath(found).suffix, "application/octet-stream"),
     )
     response["X-Content-Type-Options"] = "nosniff"
     # A report file opened directly (HTML, SVG) runs no script and loads nothing from outside.

@@ -17,6 +17,7 @@ from ..errors import error_text
 from ..models import Membership, Phase, Release
 from ..services import releases as svc
 from ..services.erasure import release_erasure_notices
+from ..services.media_files import storage_reader
 from .access import page_access, page_project
 
 READERS = (Membership.Role.LEAD, Membership.Role.REVIEWER)
@@ -168,10 +169,11 @@ def releases_page(request, pk: int):
 
 
 def _card_html(release: Release) -> str | None:
-    path = svc.release_file_path(release, "data_card.html")
-    if path is None:
+    name = svc.release_file_name(release, "data_card.html")
+    if name is None:
         return None
-    return path.read_text(encoding="utf-8", errors="replace")
+    with storage_reader(name) as handle:
+        return handle.read().decode("utf-8", errors="replace")
 
 
 @login_required

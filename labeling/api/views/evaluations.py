@@ -207,7 +207,7 @@ class EvaluationViewSet(_ProjectScoped):
     def report(self, request, project_pk=None, pk=None):
         """The run's report.json (the same content as ``python -m metrics report`` writes)."""
         run = self.run(self.project(*READERS), pk)
-        path = svc.evaluation_file_path(run, "report.json")
+        path = svc.evaluation_file_name(run, "report.json")
         if path is None:
             raise NotFound(f"No report yet: the run is {run.get_status_display().lower()}.")
         return _file_response(path, filename=f"evaluation-{run.pk}-report.json")
@@ -223,7 +223,7 @@ class EvaluationViewSet(_ProjectScoped):
     def files(self, request, project_pk=None, pk=None, path=None):
         """A file of a finished run's report: report.json, report.html or a figure (PNG, SVG)."""
         run = self.run(self.project(*READERS), pk)
-        found = svc.evaluation_file_path(run, path or "")
+        found = svc.evaluation_file_name(run, path or "")
         if found is None:
             raise NotFound("No such file in this run's report.")
         return _file_response(found, filename=f"evaluation-{run.pk}-" + path.replace("/", "-"))

@@ -23,6 +23,7 @@ from ...converters import ID_PATTERN
 from ...models import Membership, Phase, Project, Release
 from ...services import erasure_notice
 from ...services import releases as release_services
+from ...services.media_files import storage_reader
 from ...services.releases.rules import MAX_MIN_VALID_LABELS
 from .. import serializers as s
 
@@ -88,11 +89,27 @@ def _attachment(response, filename: str):
     return response
 
 
-def _file_response(path, *, filename: str) -> FileResponse:
+def _reader_size(handle) -> int:
+    position = handle.tell()
+    size = handle.seek(0, 2)
+    handle.seek(position)
+    return size
+
+
+def _file_response(name: str, *, filename: str) -> FileResponse:
+    """The stored file ``name`` streamed by this process after the caller's role check (issue 25).
+
+    Streamed rather than redirected to a presigned bucket URL: a presigned URL is a bearer token valid for its
+    lifetime to anyone who holds it (a shared link, a proxy's log, the browser's history), and revoking a
+    member's role could not stop a download already handed out; the bucket also stays private and unreachable
+    from browsers. The cost, the bytes passing through a web node, is bounded (1 MiB ranges at a time).
+    """
     content_type = mimetypes.guess_type(filename)[0] or "application/octet-stream"
     if filename.endswith((".jsonl", ".md")):
         content_type = "text/plain; charset=utf-8"
-    response = FileResponse(open(path, "rb"), as_attachment=True, filename=filename, content_type=content_type)
+    handle = storage_reader(name)
+    response = FileResponse(handle, as_attachment=True, filename=filename, content_type=content_type)
+    response["Content-Length"] = str(_reader_size(handle))
     response["X-Content-Type-Options"] = "nosniff"
     response["Cache-Control"] = "private, max-age=3600"
     return response
@@ -156,7 +173,7 @@ class ReleaseViewSet(viewsets.GenericViewSet):
 
         Routed in ``api.urls`` without the router's trailing slash (a file name ends the URL)."""
         release = self.release(*READERS)
-        found = release_services.release_file_path(release, path or "")
+        found = release_services.release_file_name(release, path or "")
         if found is None:
             raise NotFound("No such file in this release.")
         filename = path.rsplit("/", 1)[-1]
@@ -166,7 +183,9 @@ class ReleaseViewSet(viewsets.GenericViewSet):
         notices = [] if original else erasure_notice.release_notices(release)
         if not notices:
             return _attachment(_file_response(found, filename=filename), filename)
-        data = erasure_notice.card_with_notice(release, path, found.read_bytes(), notices, f"{request.path}?original=1")
+        with storage_reader(found) as handle:
+            published = handle.read()
+        data = erasure_notice.card_with_notice(release, path, published, notices, f"{request.path}?original=1")
         content_type = "text/plain; charset=utf-8" if path.endswith(".md") else "text/html; charset=utf-8"
         response = _attachment(HttpResponse(data, content_type=content_type), filename)
         response["X-Erasure-Notice"] = str(len(notices))
@@ -177,9 +196,10 @@ class ReleaseViewSet(viewsets.GenericViewSet):
     def download(self, request, project_pk=None, version=None):
         """Download the release as one zip archive (published releases)."""
         release = self.release(*READERS)
-        path = release_services.release_zip_path(release) if release.status == Release.Status.PUBLISHED else None
-        if path is None or not path.is_file():
+        path = release_services.release_zip_name(release) if release.status == Release.Status.PUBLISHED else None
+        if path is None:
             raise NotFound("This release has no archive (it is not published).")
+        zip_name = path.rsplit("/", 1)[-1]
         notices = [] if _original(request.query_params) else erasure_notice.release_notices(release)
         if notices:
             try:
@@ -189,11 +209,11 @@ class ReleaseViewSet(viewsets.GenericViewSet):
             except (OSError, zipfile.BadZipFile):  # a damaged archive: sent as it is (its checksum will say so)
                 logger.exception("Release %s: its archive could not be read to add the erasure notice", release.pk)
             else:
-                response = _attachment(StreamingHttpResponse(chunks, content_type="application/zip"), path.name)
+                response = _attachment(StreamingHttpResponse(chunks, content_type="application/zip"), zip_name)
                 response["Content-Length"] = str(size)
                 response["X-Erasure-Notice"] = str(len(notices))
                 return response
-        return _attachment(_file_response(path, filename=path.name), path.name)
+        return _attachment(_file_response(path, filename=zip_name), zip_name)
 
     @extend_schema(
         parameters=[

@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import math
 import os
+from contextlib import ExitStack
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,7 @@ from ...colorimetry import (
     skin_tone_stats,
 )
 from ...models import Image
+from ..media_files import local_copy
 from .parameters import stats_options
 
 #: Longest side of the stored overlay PNG (a 2-colour palette image: a few kB).
@@ -146,8 +148,25 @@ def _measure(image: Image, parameters: dict[str, Any], mask_kind: str) -> dict[s
         if box is not None:
             stats["region"] = list(box)
         return stats
-    original = image.original.path
-    mask_path = image.mask.path if mask_kind == "skin" else None
+    with ExitStack() as files:
+        # Through the storage (issue 25): the stored file itself on the local disk, a temporary copy from a bucket.
+        original = files.enter_context(local_copy(image.original.name, image.original.storage))
+        mask_path = (
+            files.enter_context(local_copy(image.mask.name, image.mask.storage)) if mask_kind == "skin" else None
+        )
+        return _measure_paths(
+            image, str(original), None if mask_path is None else str(mask_path), max_pixels, options, box
+        )
+
+
+def _measure_paths(
+    image: Image,
+    original: str,
+    mask_path: str | None,
+    max_pixels: int,
+    options: dict[str, Any],
+    box: tuple[int, int, int, int] | None,
+) -> dict[str, Any]:
     try:
         if mask_path is not None:
             return _measure_masked(original, mask_path, max_pixels, options, box)

@@ -38,6 +38,7 @@ from metrics.rounding import round_half_up
 from ...colorimetry import ImageDecodeError, LandmarkModelUnavailable, MaskSizeError, measure_image
 from ...models import Image, ImageBaseline, MaskSample, MaskSampleItem, Project
 from ..audit import audit
+from ..media_files import local_copy
 from .comparison import _flags, _human_values, _positions
 from .parameters import (
     BASELINE_CODE_VERSION,
@@ -352,17 +353,25 @@ def mask_sample_item_score(item: MaskSampleItem) -> MaskSampleItem:
     if not image.mask or image.mask_kind != "skin":
         updates["error"] = "no skin mask yet"
     else:
+        original_text = ""
         try:
             # A box (one person in a group photo) is measured inside the box, as its baseline is.
             where = {"region": image.box} if image.box is not None else {}
-            automatic = measure_image(image.original.path, max_pixels=parameters["max_pixels"], **where, **options)
-            masked = measure_image(
-                image.original.path, image.mask.path, max_pixels=parameters["max_pixels"], **where, **options
-            )
+            # Through the storage (issue 25): the files themselves on the local disk, temporary copies from a bucket.
+            with (
+                local_copy(image.original.name, image.original.storage) as original,
+                local_copy(image.mask.name, image.mask.storage) as mask,
+            ):
+                original_text = str(original)
+                automatic = measure_image(original, max_pixels=parameters["max_pixels"], **where, **options)
+                masked = measure_image(original, mask, max_pixels=parameters["max_pixels"], **where, **options)
         except (ImageDecodeError, MaskSizeError, LandmarkModelUnavailable, FileNotFoundError, OSError) as exc:
-            updates["error"] = f"{type(exc).__name__}: {exc}".replace(
-                str(image.original.path), image.original_filename
-            )[:500]
+            message = f"{type(exc).__name__}: {exc}"
+            if original_text:
+                message = message.replace(original_text, image.original_filename)
+            if image.original.name:
+                message = message.replace(image.original.name, image.original_filename)
+            updates["error"] = message[:500]
         else:
             updates.update(
                 masked_ita=masked["ita_median"],

@@ -13,9 +13,10 @@ from metrics.gate import FAIL_ON, GateRules, evaluate
 
 from ...models import EvaluationGate, EvaluationRun, Project
 from ..audit import audit
+from ..media_files import local_copy
 from ..project_lifecycle import project_refuse_if_archived
 from .joining import KEY
-from .runs import evaluation_dir, run_cluster
+from .runs import evaluation_prefix, run_cluster
 
 SCORE_TITLES = {
     "mean_error": "Mean error",
@@ -44,8 +45,10 @@ def evaluation_compare(a: EvaluationRun, b: EvaluationRun, *, n_permutations: in
             raise ValidationError(f"Run {run.name!r} is {run.get_status_display().lower()}, not finished.")
     if a.join.get("match_on") != b.join.get("match_on"):
         raise ValidationError("The two runs matched the release differently (per image vs per subject).")
-    first = pd.read_parquet(evaluation_dir(a) / "joined.parquet")
-    second = pd.read_parquet(evaluation_dir(b) / "joined.parquet", columns=[KEY, "error"])
+    with local_copy(f"{evaluation_prefix(a)}/joined.parquet") as path:
+        first = pd.read_parquet(path)
+    with local_copy(f"{evaluation_prefix(b)}/joined.parquet") as path:
+        second = pd.read_parquet(path, columns=[KEY, "error"])
     shared = first.merge(second, on=KEY, suffixes=("_a", "_b"), validate="one_to_one")
     if len(shared) < 3:
         raise ValidationError(f"The two runs share {len(shared)} samples; at least 3 are needed.")

@@ -33,8 +33,9 @@ from metrics.report import ReportInputError, ReportOptions, tone_composition, wr
 from ...models import EvaluationRun, Job, Project, Release
 from .. import queue
 from ..heartbeat import JobBeat
+from ..media_files import local_copy, storage_delete_tree, storage_local_path, upload_file, upload_tree
 from ..project_lifecycle import project_refuse_if_archived
-from ..releases import release_file_path
+from ..releases import release_file_local, release_file_name
 from ..releases.tables import FIXED_IMAGE_COLUMNS
 from .joining import (
     KEY,
@@ -91,60 +92,86 @@ EVALUATION_TASK_SOFT_TIME_LIMIT = 1740
 CLASSIFICATION_THRESHOLD = 0.1
 
 
+def evaluation_prefix(run: EvaluationRun) -> str:
+    """The storage folder of a run's files: ``joined.parquet`` (the upload joined with the release) and
+    ``report/`` (report.json, report.html, figures/)."""
+    return f"evaluations/{int(run.project_id)}/{int(run.pk)}"
+
+
 def evaluation_dir(run: EvaluationRun) -> Path:
-    return Path(settings.MEDIA_ROOT) / "evaluations" / str(int(run.project_id)) / str(int(run.pk))
+    """The run's local folder (local disk only: tests and benches)."""
+    path = storage_local_path(evaluation_prefix(run))
+    if path is None:
+        raise NotImplementedError("evaluation files are not stored on the local disk")
+    return path
 
 
-def evaluation_file_path(run: EvaluationRun, relative: str) -> Path | None:
-    """A file of a finished run (report.json, report.html, figures/*.png|svg), or None; nothing else is served."""
+def evaluation_file_name(run: EvaluationRun, relative: str) -> str | None:
+    """The storage name of a file of a finished run (report.json, report.html, figures/*.png|svg), or None;
+    nothing else is served."""
     if run.status != EvaluationRun.Status.DONE:
         return None
     allowed = {"report.json", "report.html"} | {
         name for f in (run.report or {}).get("figures", []) for name in (f.get("png"), f.get("svg")) if name
     }
-    if relative not in allowed:
+    if relative not in allowed or relative.startswith("/") or ".." in relative.split("/"):
         return None
-    base = (evaluation_dir(run) / "report").resolve()
-    path = (base / relative).resolve()
-    if base not in path.parents or not path.is_file():
-        return None
-    return path
+    name = f"{evaluation_prefix(run)}/report/{relative}"
+    local = storage_local_path(name)
+    if local is not None:
+        base = storage_local_path(f"{evaluation_prefix(run)}/report").resolve()  # type: ignore[union-attr]
+        resolved = local.resolve()
+        return name if base in resolved.parents and resolved.is_file() else None
+    return name if default_storage.exists(name) else None
+
+
+def evaluation_file_path(run: EvaluationRun, relative: str) -> Path | None:
+    """The local path of a finished run's file (local disk only: tests and benches), or None."""
+    name = evaluation_file_name(run, relative)
+    return None if name is None else storage_local_path(name)
 
 
 def _release_images(release: Release) -> pd.DataFrame:
-    path = release_file_path(release, "images.parquet")
-    if path is None:
-        raise ValidationError({"release": "This release has no images table (was it published?)."})
-    return pq.read_table(path).to_pandas()
+    with release_file_local(release, "images.parquet") as path:
+        if path is None:
+            raise ValidationError({"release": "This release has no images table (was it published?)."})
+        return pq.read_table(path).to_pandas()
 
 
 def _release_labels(release: Release) -> pd.DataFrame | None:
     """The release's labels table (the columns that give each labeler's tone), or None."""
-    path = release_file_path(release, "labels.parquet")
-    if path is None:
-        return None
-    columns = ["image_id", "labeler", "value", "counted", "valid"]
-    if not set(columns) <= set(pq.read_schema(path).names):
-        return None
-    return pq.read_table(path, columns=columns).to_pandas()
+    with release_file_local(release, "labels.parquet") as path:
+        if path is None:
+            return None
+        columns = ["image_id", "labeler", "value", "counted", "valid"]
+        if not set(columns) <= set(pq.read_schema(path).names):
+            return None
+        return pq.read_table(path, columns=columns).to_pandas()
 
 
 def _join_elsewhere(raw: Path, columns, release: Release, attributes, spec: JoinSpec, out: Path) -> dict:
     """:func:`joining.join_release` in a Python process of its own, with a memory and a time limit."""
+    with (
+        release_file_local(release, "labels.parquet") as labels,
+        release_file_local(release, "images.parquet") as images,
+    ):
+        return _join_in_subprocess(raw, columns, attributes, spec, out, images, labels)
+
+
+def _join_in_subprocess(raw: Path, columns, attributes, spec: JoinSpec, out: Path, images, labels) -> dict:
     import subprocess
     import sys
     from dataclasses import asdict
 
     from . import joining
 
-    labels = release_file_path(release, "labels.parquet")
     request = out.parent / "join-request.json"
     request.write_text(
         json.dumps(
             {
                 "results": str(raw),
                 "columns": columns,
-                "images": str(release_file_path(release, "images.parquet")),
+                "images": str(images),
                 "labels": str(labels) if labels else None,
                 "attributes": attributes,
                 "spec": {k: v for k, v in asdict(spec).items() if k != "problems"},
@@ -181,10 +208,11 @@ def _join_elsewhere(raw: Path, columns, release: Release, attributes, spec: Join
 
 def release_attributes(release: Release) -> tuple[list[str], list[str]]:
     """(categorical, numeric) subject-attribute columns of a release's images table."""
-    path = release_file_path(release, "images.parquet")
-    if path is None:
+    name = release_file_name(release, "images.parquet")
+    if name is None:
         return [], []
-    schema = pq.read_schema(path)
+    with local_copy(name) as path:
+        schema = pq.read_schema(path)
     categorical, numeric = [], []
     for f in schema:
         if f.name in FIXED_IMAGE_COLUMNS:
@@ -400,17 +428,15 @@ def evaluation_create(
                 run.save()
                 job.parameters["evaluation_id"] = run.pk
                 job.save(update_fields=["parameters"])
-                target = evaluation_dir(run)
-                written["dir"] = target
-                target.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(joined_path, target / "joined.parquet")
+                written["dir"] = evaluation_prefix(run)
+                upload_file(joined_path, f"{evaluation_prefix(run)}/joined.parquet")
                 transaction.on_commit(lambda: queue.enqueue(queue.EVALUATION_RUN, run.pk))
         except BaseException:
             # Nothing half-stored: the upload and the joined table go with the rolled-back rows.
             if "upload" in written:
                 default_storage.delete(written["upload"])
             if "dir" in written:
-                shutil.rmtree(written["dir"], ignore_errors=True)
+                storage_delete_tree(written["dir"])
             raise
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -456,12 +482,21 @@ def evaluation_run(run: EvaluationRun) -> EvaluationRun:
     EvaluationRun.objects.filter(pk=run.pk).update(status=EvaluationRun.Status.RUNNING, error="")
     if run.job_id:
         Job.objects.filter(pk=run.job_id).update(status=Job.Status.RUNNING, started_at=now, heartbeat_at=now, done=0)
-    base = evaluation_dir(run)
-    joined = base / "joined.parquet"
-    out = base / "report"
-    shutil.rmtree(out, ignore_errors=True)
+    work = Path(tempfile.mkdtemp(prefix="fairtone-evaluation-"))
+    try:
+        return _evaluation_compute(run, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _evaluation_compute(run: EvaluationRun, work: Path) -> EvaluationRun:
+    """The report written into the local folder ``work``, then stored under ``<run>/report/``."""
+    prefix = evaluation_prefix(run)
+    storage_delete_tree(f"{prefix}/report")
+    out = work / "report"
     o = run.options
-    table = pq.read_table(joined).to_pandas()
+    with local_copy(f"{prefix}/joined.parquet") as joined:
+        table = pq.read_table(joined).to_pandas()
     columns = list(table.columns)
     uncertainty = "min" in columns and "max" in columns
     labelers = sorted(c for c in columns if c.startswith(LABELER_PREFIX)) if uncertainty else []
@@ -504,6 +539,7 @@ def evaluation_run(run: EvaluationRun) -> EvaluationRun:
         evaluation_fail(run, "The report could not be computed: " + "; ".join(exc.problems))
         run.refresh_from_db()
         return run
+    upload_tree(out, f"{prefix}/report")
     stored = _stored(content, run)
     finished = timezone.now()
     # Only a run still running: one given up meanwhile by the sweeper (its worker seemed lost) stays failed.
@@ -559,14 +595,16 @@ def _stored(content: dict, run: EvaluationRun) -> dict:
 
 def worst_images(run: EvaluationRun, limit: int = WORST_IMAGES) -> list[dict]:
     """The highest-error images of each flagged region (leads and reviewers see them as thumbnails)."""
-    path = evaluation_file_path(run, "report.json")
-    if path is None:
+    name = evaluation_file_name(run, "report.json")
+    if name is None:
         return []
-    report = json.loads(path.read_text(encoding="utf-8"))
+    with default_storage.open(name, "rb") as handle:
+        report = json.loads(handle.read().decode("utf-8"))
     cells = ((report.get("intersectional") or {}).get("grid") or {}).get("flagged") or []
     if not cells:
         return []
-    joined = pd.read_parquet(evaluation_dir(run) / "joined.parquet", columns=[KEY, "image_id", "error"])
+    with local_copy(f"{evaluation_prefix(run)}/joined.parquet") as path:
+        joined = pd.read_parquet(path, columns=[KEY, "image_id", "error"])
     regions = []
     for cell in cells[:3]:
         inside = joined[KEY].isin(cell.get("members", []))

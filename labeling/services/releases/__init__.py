@@ -39,7 +39,14 @@ from .rules import (
     card_text_clean,
     rule_clean,
 )
-from .storage import release_dir, release_file_path, release_zip_path
+from .storage import (
+    release_dir,
+    release_file_local,
+    release_file_name,
+    release_file_path,
+    release_zip_name,
+    release_zip_path,
+)
 
 __all__ = [
     "CARD_FIELDS",
@@ -64,11 +71,14 @@ __all__ = [
     "release_dir",
     "release_fail",
     "release_import",
+    "release_file_local",
+    "release_file_name",
     "release_file_path",
     "release_readiness",
     "release_readiness_cached",
     "release_request",
     "release_write",
+    "release_zip_name",
     "release_zip_path",
     "rule_clean",
 ]

@@ -29,6 +29,7 @@ from django.utils import timezone
 
 from ...models import Image, Job, Membership, Release, ReleaseImage
 from ..heartbeat import JobBeat
+from ..media_files import STORAGE_FAILURES, upload_file
 from .bundle import ImagefolderWriter, TableWriter, file_info, manifest_write, zip_write
 from .card import card_render
 from .card_facts import card_facts, card_project_facts
@@ -41,8 +42,13 @@ from .storage import (
     TMP_MARK,
     leftovers_remove,
     project_releases_dir,
+    project_releases_prefix,
     release_dir,
+    release_files_remove,
+    release_prefix,
     remove_quietly,
+    storage_local,
+    work_dir,
     zip_top,
 )
 from .tables import (
@@ -309,18 +315,32 @@ def release_fail(release: Release, message: str) -> None:
     _fail(release, message)
     for entry in _own_leftovers(release):
         remove_quietly(entry)
+    if not storage_local():  # what an attempt uploaded before it died (never published, so never served)
+        release_files_remove(release, f"{zip_top(release.project, release.version)}.zip")
 
 
 def _own_leftovers(release: Release) -> list[Path]:
+    if not storage_local():
+        return []
     directory = project_releases_dir(release.project_id)
     if not directory.is_dir():
         return []
     return [e for e in directory.iterdir() if e.name.startswith(f"{release.version}{TMP_MARK}")]
 
 
+def _upload(release: Release, tmp: Path, tmp_zip: Path, zip_name: str, beat: Callable[[], None]) -> None:
+    """Put the files written locally into the bucket under the release's final names (one file at a time, each
+    streamed in parts): the release is not published yet, so none of them is served before the commit."""
+    for path in sorted(p for p in tmp.rglob("*") if p.is_file()):
+        upload_file(path, f"{release_prefix(release)}/{path.relative_to(tmp).as_posix()}")
+        beat()
+    upload_file(tmp_zip, f"{project_releases_prefix(release.project_id)}/{zip_name}")
+
+
 def _publish(release: Release, tmp: Path, tmp_zip: Path, result: dict, zip_info: dict, zip_name: str) -> None:
-    final_dir = release_dir(release)
-    final_zip = project_releases_dir(release.project_id) / zip_name
+    local = storage_local()
+    final_dir = release_dir(release) if local else None
+    final_zip = project_releases_dir(release.project_id) / zip_name if local else None
     with transaction.atomic():
         locked = Release.objects.select_for_update().get(pk=release.pk)
         if locked.status not in Release.ACTIVE:
@@ -352,6 +372,8 @@ def _publish(release: Release, tmp: Path, tmp_zip: Path, result: dict, zip_info:
         locked.error = ""
         locked.save()
         _job_update(locked, status=Job.Status.DONE, done=result["summary"]["images"], finished_at=locked.published_at)
+        if final_dir is None or final_zip is None:
+            return  # uploaded before (``_upload``): the commit publishes them
         # Last, so that a failure before leaves nothing in place; the commit follows at once.
         os.replace(tmp, final_dir)
         try:
@@ -367,8 +389,7 @@ def _remove_unpublished(release: Release, tmp: Path, tmp_zip: Path, top: str) ->
     remove_quietly(tmp_zip)
     status = Release.objects.filter(pk=release.pk).values_list("status", flat=True).first()
     if status != Release.Status.PUBLISHED:
-        remove_quietly(release_dir(release))
-        remove_quietly(project_releases_dir(release.project_id) / f"{top}.zip")
+        release_files_remove(release, f"{top}.zip")
 
 
 def release_build(release: Release, *, final_attempt: bool = True) -> Release:
@@ -395,13 +416,13 @@ def release_build(release: Release, *, final_attempt: bool = True) -> Release:
     now = timezone.now()
     _job_update(release, status=Job.Status.RUNNING, started_at=now, heartbeat_at=now, total=n_images, done=0)
     beat = JobBeat(release.job_id)
-    directory = project_releases_dir(release.project_id)
     inactive = set(
         release.project.releases.filter(status__in=[Release.Status.FAILED, Release.Status.CANCELLED]).values_list(
             "version", flat=True
         )
     )
     token = secrets.token_hex(8)
+    directory = work_dir(release.project_id)
     tmp = directory / f"{release.version}{TMP_MARK}{token}"
     tmp_zip = directory / f"{release.version}{TMP_MARK}{token}.zip"
     top = zip_top(release.project, release.version)
@@ -413,26 +434,36 @@ def release_build(release: Release, *, final_attempt: bool = True) -> Release:
             raise Cancelled()
 
     try:
-        directory.mkdir(parents=True, exist_ok=True)
+        return _build(release, final_attempt, beat, inactive, tmp, tmp_zip, top, progress)
+    finally:
+        if not storage_local():  # the worker's temporary working folder (its files are in the bucket or gone)
+            remove_quietly(directory)
+
+
+def _build(release, final_attempt, beat, inactive, tmp, tmp_zip, top, progress) -> Release:  # noqa: ANN001
+    try:
         leftovers_remove(release.project_id, release.version, inactive)
-        # An earlier attempt that died between the rename and the commit: not published, so not visible.
-        remove_quietly(release_dir(release))
+        # An earlier attempt that died between the rename (or the upload) and the commit: not published, so not
+        # visible.
+        release_files_remove(release, f"{top}.zip")
         beat()
         with build_memory():
             result = release_write(release, tmp, on_chunk=progress, beat=beat)
             zip_info = zip_write(tmp, tmp_zip, top=top, beat=beat)
             beat()
+            if not storage_local():
+                _upload(release, tmp, tmp_zip, f"{top}.zip", beat)
             _publish(release, tmp, tmp_zip, result, zip_info, f"{top}.zip")
     except Cancelled:
         _remove_unpublished(release, tmp, tmp_zip, top)
         release.refresh_from_db()
         return release
-    except OSError as exc:
+    except STORAGE_FAILURES as exc:
         _remove_unpublished(release, tmp, tmp_zip, top)
         if not final_attempt:
             raise
         logger.warning("release %s failed: %s", release.pk, exc)
-        _fail(release, f"Could not write the release files: {exc.strerror or exc}")
+        _fail(release, f"Could not write the release files: {getattr(exc, 'strerror', None) or exc}")
         return release
     except BaseException as exc:
         _remove_unpublished(release, tmp, tmp_zip, top)
