@@ -219,6 +219,7 @@ def label_submit(
                     existing.replayed = True
                     return existing
                 raise
+            assert assignment is not None  # the rule image_assigned
             label = None
             if assignment.kind == Assignment.Kind.RELABEL:
                 label = Label.objects.select_for_update().get(pk=assignment.relabel_of_id)
