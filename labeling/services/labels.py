@@ -281,10 +281,6 @@ def label_submit(
     return revision
 
 
-# A first answer is by far the most frequent submit: one statement stores the label,
-# its first revision and marks the assignment done, atomically, instead of six round
-# trips. It matches only an open, never-answered, plain assignment; anything else
-# (no row returned) takes the general path of label_submit.
 @transaction.atomic
 def label_correct(
     *,

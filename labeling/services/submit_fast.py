@@ -2,7 +2,8 @@
 
 A labeler submits an answer every few seconds for hours, and the page waits for the answer before it
 shows the next photo, so this one request is made as cheap as the general one is thorough. One prepared
-PostgreSQL statement, and no other query:
+PostgreSQL statement, and no other query. Its conditions are the rules of ``services.submit_rules``, the
+table the general path enforces too (a rule is declared there once, for both); the statement:
 
 - finds who asks (their API token, or the user a session already named), their active labeler
   membership in the phase's project, the phase open and the project not archived;
@@ -18,7 +19,7 @@ refusal of any kind, an answer of an unusual shape, SQLite, a caller's transacti
 nothing was written, and the caller takes the general path (``services.labels.label_submit``), which
 answers every case, with the error messages. So the fast path never decides a refusal; it stores what
 the general path would store, with the same rows and the same answer (``tests/labeling/test_submit_fast.py``
-compares the two). The lead's pages are then recomputed in the background as after any label
+and the randomised ``test_submit_differential.py`` compare the two: ``bin/test-submit``). The lead's pages are then recomputed in the background as after any label
 (``services.queue.precompute_schedule``, which asks the cache once per window and process).
 """
 

@@ -6,12 +6,16 @@ The general path's half runs on SQLite and PostgreSQL; the fast statement's on P
 (``bin/test-submit`` locally, CI's second stage).
 """
 
+import json
 import runpy
 import uuid
 
 import pytest
 from django.core.exceptions import ValidationError
 from django.db import connection
+from hypothesis import HealthCheck, assume, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from labeling.models import Label
 from labeling.services import submit_fast as fast_module
@@ -162,3 +166,74 @@ def test_the_kill_switch_is_read_from_the_environment_both_ways(monkeypatch):
     assert _fast_submit_setting(monkeypatch, "0") is False
     assert _fast_submit_setting(monkeypatch, "1") is True
     assert _fast_submit_setting(monkeypatch, None) is True
+
+
+STATES = st.fixed_dictionaries(
+    {
+        "pairs": st.booleans(),
+        "offer_uncertain": st.booleans(),
+        "reasons": st.sampled_from([["no skin visible", "other"], ["other"], []]),
+        "open": st.booleans(),
+        "archived": st.booleans(),
+    }
+)
+ANSWERS = st.fixed_dictionaries(
+    {
+        "tones": st.lists(st.integers(1, 12), max_size=2),
+        "uncertain": st.booleans(),
+        "skip_reason": st.sampled_from(["", "", "other", "no skin visible", "boredom"]),
+        "tone_order": st.one_of(
+            st.just([]),
+            st.permutations(list(range(1, 11))),
+            st.lists(st.integers(1, 12), min_size=1, max_size=12),
+        ),
+    }
+)
+
+
+@postgresql_only
+@pytest.mark.django_db
+@hypothesis_settings(
+    max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(state=STATES, answer=ANSWERS)
+def test_each_rules_sql_and_python_agree(phase, state, answer):
+    """Each rule of the statement's ``ctx`` part, its SQL against its Python check, on drawn project options,
+    phase states and answers (those the fast path sends to the statement: the rules on the answer alone hold)."""
+    from django.utils import timezone
+
+    from labeling.models import Phase
+
+    project = phase.project
+    project.allow_adjacent_pairs = state["pairs"]
+    project.offer_uncertain = state["offer_uncertain"]
+    project.skip_reasons = state["reasons"]
+    project.archived_at = timezone.now() if state["archived"] else None
+    project.save()
+    phase.status = Phase.Status.OPEN if state["open"] else Phase.Status.CLOSED
+    Phase.objects.filter(pk=phase.pk).update(status=phase.status)
+    submit = submit_rules.Submit(phase=phase, project=project, **answer)
+    assume(submit_rules.answer_refusal(submit) is None)
+    values = submit.values
+    params = {
+        "phase": phase.id,
+        "low": values[0] if values else None,
+        "high": values[1] if len(values) == 2 else None,
+        "uncertain": answer["uncertain"],
+        "skip": answer["skip_reason"],
+        "n_order": len(answer["tone_order"]),
+        "order": json.dumps(answer["tone_order"]),
+    }
+    t = fast_module._tables()
+    for rule in RULES:
+        if rule.sql_in != "ctx":
+            continue
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"""SELECT ({rule.sql}) FROM {t["phase"]} ph JOIN {t["project"]} p ON p.id = ph.project_id
+                CROSS JOIN LATERAL (SELECT count(*) AS n FROM {t["tone"]} tn WHERE tn.scale_id = p.scale_id) scale
+                WHERE ph.id = %(phase)s::bigint""",
+                params,
+            )
+            in_sql = cursor.fetchone()[0]
+        assert in_sql == rule.check(submit), (rule.name, state, answer)
