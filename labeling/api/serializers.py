@@ -19,6 +19,7 @@ from ..models import (
     Tone,
 )
 from ..services.releases.rules import CARD_FIELDS, CARD_REQUIRED, MAX_CARD_TEXT
+from ..services.submit_rules import MAX_TIME_SPENT_MS
 
 #: The largest id the database stores (a 64-bit primary key): a larger one is a 400, not "bigint out of range".
 MAX_ID = 2**63 - 1
@@ -366,7 +367,7 @@ class LabelSubmitSerializer(serializers.Serializer):
     )
     uncertain = serializers.BooleanField(default=False)
     skip_reason = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
-    time_spent_ms = serializers.IntegerField(min_value=0, max_value=6 * 3600 * 1000, default=0)
+    time_spent_ms = serializers.IntegerField(min_value=0, max_value=MAX_TIME_SPENT_MS, default=0)
     tone_order = serializers.ListField(
         child=serializers.IntegerField(min_value=0, max_value=1000), required=False, max_length=30
     )

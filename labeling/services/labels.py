@@ -15,12 +15,10 @@ from django.db.models import Max
 from django.utils import timezone
 
 from ..models import Assignment, Image, Label, LabelRevision, Membership, Phase, Reflection
-from . import queue
+from . import queue, submit_rules
 from .audit import audit
 from .project_lifecycle import project_refuse_if_archived
-
-MAX_TIME_SPENT_MS = 6 * 3600 * 1000
-MAX_CLIENT_INFO_KEYS = 40
+from .submit_rules import Submit, clean_client_info, scale_size
 
 BIAS_FACTORS = {
     "facial_features": "Facial features associated with an ethnicity",
@@ -54,79 +52,37 @@ class Selection:
         return self.tone_low is None or self.tone_high is None or self.tone_high == self.tone_low + 1
 
 
-def _n_tones(project) -> int:
-    """The number of tones of the project's scale (cached: a scale's tones are fixed once made)."""
-    from django.core.cache import cache
-
-    key = f"scale-tones:{project.scale_id}"
-    n = cache.get(key)
-    if n is None:
-        n = project.scale.tones.count()
-        cache.set(key, n, 300)
-    return n
+#: The number of tones of a project's scale (``submit_rules.scale_size``).
+_n_tones = scale_size
+#: What is kept of the client's description of itself (``submit_rules.clean_client_info``).
+_clean_client_info = clean_client_info
 
 
 def selection_clean(
     *, phase: Phase, tones: list | None, uncertain: bool = False, skip_reason: str = "", allow_invalid: bool = False
 ) -> Selection:
-    """Check a selection against the project's scale and options."""
+    """Check a selection against the project's scale and options: the ``selection`` rules of
+    ``services.submit_rules`` (``allow_invalid``: labels made elsewhere, without the pair rules)."""
     project = phase.project
-    n_tones = _n_tones(project)
-    skip_reason = (skip_reason or "").strip()
-    tones = list(tones or [])
-    if skip_reason:
-        if tones:
-            raise ValidationError({"tones": "A skipped image has no tone."})
-        if skip_reason not in (project.skip_reasons or []):
-            raise ValidationError(
-                {"skip_reason": f"Unknown skip reason {skip_reason!r}; offered: {', '.join(project.skip_reasons)}."}
-            )
-        return Selection(None, None, bool(uncertain) and project.offer_uncertain, skip_reason)
-    if not tones:
-        raise ValidationError({"tones": "Choose a tone, or skip with a reason."})
-    if len(tones) > 2:
-        raise ValidationError({"tones": "Choose one tone, or two adjacent tones."})
+    submit = Submit(
+        phase=phase,
+        project=project,
+        tones=list(tones or []),
+        uncertain=bool(uncertain),
+        skip_reason=(skip_reason or "").strip(),
+    )
+    submit_rules.enforce(submit, "selection", lenient=allow_invalid)
+    if submit.skip_reason:
+        return Selection(None, None, submit.uncertain and project.offer_uncertain, submit.skip_reason)
+    values = submit.values
+    return Selection(values[0], values[1] if len(values) == 2 else None, submit.uncertain, "")
+
+
+def _parse_tone_order(order) -> list[int]:
     try:
-        values = sorted(int(t) for t in tones)
-    except (TypeError, ValueError):
-        raise ValidationError({"tones": "Tones are whole numbers."}) from None
-    if any(isinstance(t, bool) or (isinstance(t, float) and not t.is_integer()) for t in tones):
-        raise ValidationError({"tones": "Tones are whole numbers."})
-    for v in values:
-        if not 1 <= v <= n_tones:
-            raise ValidationError({"tones": f"Tone {v} is not on this scale (1 to {n_tones})."})
-    if len(values) == 2:
-        if values[0] == values[1]:
-            values = values[:1]
-        elif not project.allow_adjacent_pairs and not allow_invalid:
-            raise ValidationError({"tones": "This project asks for a single tone."})
-        elif values[1] != values[0] + 1 and not allow_invalid:
-            raise ValidationError({"tones": f"Tones {values[0]} and {values[1]} are not adjacent."})
-    if uncertain and not project.offer_uncertain:
-        raise ValidationError({"uncertain": "This project does not offer 'uncertain'."})
-    return Selection(values[0], values[1] if len(values) == 2 else None, bool(uncertain), "")
-
-
-def _clean_client_info(info) -> dict:
-    if not isinstance(info, dict):
-        return {}
-    cleaned = {}
-    for key, value in list(info.items())[:MAX_CLIENT_INFO_KEYS]:
-        if isinstance(value, bool | int | float) or value is None:
-            cleaned[str(key)[:60]] = value
-        else:
-            cleaned[str(key)[:60]] = str(value)[:200]
-    return cleaned
-
-
-def _clean_tone_order(order, n_tones: int) -> list[int]:
-    try:
-        order = [int(x) for x in (order or [])]
+        return [int(x) for x in (order or [])]
     except (TypeError, ValueError):
         raise ValidationError({"tone_order": "The tone order is a list of tone numbers."}) from None
-    if order and sorted(order) != list(range(1, n_tones + 1)):
-        raise ValidationError({"tone_order": "The tone order must list every tone once."})
-    return order
 
 
 #: The labeler's own line of history: what they answered (and see as theirs). A correction is the lead's.
@@ -210,25 +166,33 @@ def label_submit(
     except ValueError:
         raise ValidationError({"client_id": "Send a UUID as client_id."}) from None
     user = labeler.user
+    # The submit's rules are services.submit_rules' (the fast statement is built from the same table), in
+    # its order of groups: who asks, the phase, the time, the answer, the tone order; the image's
+    # assignment below, once it is locked.
+    submit = Submit(
+        phase=phase,
+        project=phase.project,
+        user=user,
+        membership=labeler,
+        tones=list(tones or []),
+        uncertain=bool(uncertain),
+        skip_reason=(skip_reason or "").strip(),
+    )
+    submit_rules.enforce(submit, "requester")
     # A replay of a stored submit is found by its client_id, but only when needed:
     # when the checks below refuse it (e.g. the phase closed since) or when the
     # insert hits the unique client_id. That saves a query on every first submit.
     try:
-        if phase.status != Phase.Status.OPEN:
-            raise ValidationError(
-                {
-                    "phase": f"{phase.get_kind_display()} is {phase.get_status_display().lower()}: labels cannot be submitted."
-                }
-            )
-        project_refuse_if_archived(phase.project_id)
+        submit_rules.enforce(submit, "phase")
         try:
-            time_spent_ms = int(time_spent_ms or 0)
+            submit.time_spent_ms = int(time_spent_ms or 0)
         except (TypeError, ValueError):
             raise ValidationError({"time_spent_ms": "A whole number of milliseconds."}) from None
-        if not 0 <= time_spent_ms <= MAX_TIME_SPENT_MS:
-            raise ValidationError({"time_spent_ms": "Out of range."})
+        submit_rules.enforce(submit, "time")
+        time_spent_ms = submit.time_spent_ms
         selection = selection_clean(phase=phase, tones=tones, uncertain=uncertain, skip_reason=skip_reason)
-        order = _clean_tone_order(tone_order, _n_tones(phase.project))
+        submit.tone_order = order = _parse_tone_order(tone_order)
+        submit_rules.enforce(submit, "tone_order")
     except ValidationError:
         existing = _existing_revision(client_id, user)
         if existing is not None:
@@ -246,12 +210,16 @@ def label_submit(
                 .order_by()
                 .first()
             )
-            if assignment is None:
+            submit.assigned = assignment is not None
+            try:
+                submit_rules.enforce(submit, "assignment")
+            except PermissionDenied:
                 existing = _existing_revision(client_id, user)
                 if existing is not None:
                     existing.replayed = True
                     return existing
-                raise PermissionDenied("This image is not assigned to you in this phase.")
+                raise
+            assert assignment is not None  # the rule image_assigned
             label = None
             if assignment.kind == Assignment.Kind.RELABEL:
                 label = Label.objects.select_for_update().get(pk=assignment.relabel_of_id)
@@ -313,10 +281,6 @@ def label_submit(
     return revision
 
 
-# A first answer is by far the most frequent submit: one statement stores the label,
-# its first revision and marks the assignment done, atomically, instead of six round
-# trips. It matches only an open, never-answered, plain assignment; anything else
-# (no row returned) takes the general path of label_submit.
 @transaction.atomic
 def label_correct(
     *,

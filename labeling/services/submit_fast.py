@@ -2,7 +2,8 @@
 
 A labeler submits an answer every few seconds for hours, and the page waits for the answer before it
 shows the next photo, so this one request is made as cheap as the general one is thorough. One prepared
-PostgreSQL statement, and no other query:
+PostgreSQL statement, and no other query. Its conditions are the rules of ``services.submit_rules``, the
+table the general path enforces too (a rule is declared there once, for both); the statement:
 
 - finds who asks (their API token, or the user a session already named), their active labeler
   membership in the phase's project, the phase open and the project not archived;
@@ -18,7 +19,7 @@ refusal of any kind, an answer of an unusual shape, SQLite, a caller's transacti
 nothing was written, and the caller takes the general path (``services.labels.label_submit``), which
 answers every case, with the error messages. So the fast path never decides a refusal; it stores what
 the general path would store, with the same rows and the same answer (``tests/labeling/test_submit_fast.py``
-compares the two). The lead's pages are then recomputed in the background as after any label
+and the randomised ``test_submit_differential.py`` compare the two: ``bin/test-submit``). The lead's pages are then recomputed in the background as after any label
 (``services.queue.precompute_schedule``, which asks the cache once per window and process).
 """
 
@@ -37,8 +38,8 @@ from django.db import DataError, IntegrityError, connection
 from django.utils import timezone
 
 from ..models import Assignment, Image, Label, LabelRevision, Membership, Phase, Project, Tone
-from . import queue
-from .labels import MAX_TIME_SPENT_MS, _clean_client_info
+from . import queue, submit_rules
+from .submit_rules import Submit, clean_client_info, sql_conditions
 
 #: The largest id PostgreSQL's bigint holds (and the API's ``id_field``).
 MAX_ID = 2**63 - 1
@@ -61,11 +62,13 @@ class FastAnswer:
 def fast_answer(data) -> FastAnswer | None:
     """The request body as a :class:`FastAnswer`, or None when it is anything but the plain shape.
 
-    Plain: a JSON object; ``client_id`` a UUID string; ``image`` a positive integer; ``tones`` one
-    whole tone or two adjacent ones (or none with a ``skip_reason``); ``uncertain`` a boolean;
-    ``time_spent_ms`` a whole number of milliseconds in range; ``tone_order`` a list of whole numbers
-    1..n in any order; ``client_info`` an object. Everything else (strings for numbers, ``null``s,
-    an invalid value) is left to the general path and its messages.
+    Plain: a JSON object; ``client_id`` a UUID string; ``image`` a positive integer; ``tones`` at most
+    two whole numbers; ``uncertain`` a boolean (false with a skip); ``time_spent_ms`` a whole number;
+    ``tone_order`` a list of whole numbers; ``client_info`` an object. Everything else (strings for
+    numbers, ``null``s, an unusual value) is left to the general path and its messages. The rules on the
+    answer alone (``services.submit_rules``: a tone or a skip, adjacent pairs, the time's range, ...) are
+    checked here with the general path's code: an answer that breaks one is left to the general path,
+    which refuses it; the rules that look at the database are conditions of the statement.
     """
     if not isinstance(data, dict):
         return None
@@ -92,7 +95,7 @@ def fast_answer(data) -> FastAnswer | None:
         and all(whole(t, 1, 1000) for t in tones)
         and type(uncertain) is bool
         and isinstance(skip_reason, str)
-        and whole(ms, 0, MAX_TIME_SPENT_MS)
+        and type(ms) is int
         and isinstance(order, list)
         and len(order) <= 30
         and all(whole(t, 1, 1000) for t in order)
@@ -102,16 +105,14 @@ def fast_answer(data) -> FastAnswer | None:
     skip_reason = skip_reason.strip()
     if len(skip_reason) > 200 or "\x00" in skip_reason or not skip_reason.isprintable():
         return None
-    tones = sorted(set(tones))
-    if skip_reason:
-        if tones or uncertain:
-            return None
-    elif not tones or (len(tones) == 2 and tones[1] != tones[0] + 1):
+    if skip_reason and uncertain:
+        return None  # the general path keeps a skip's "uncertain" where offered (selection_clean)
+    submit = Submit(tones=list(tones), uncertain=uncertain, skip_reason=skip_reason, time_spent_ms=ms)
+    if submit_rules.answer_refusal(submit) is not None:
         return None
-    if order and sorted(order) != list(range(1, len(order) + 1)):
-        return None
+    tones = submit.values
     try:
-        info = _clean_client_info(info)
+        info = clean_client_info(info)
         info_json = json.dumps(info, allow_nan=False)
     except (TypeError, ValueError):
         return None
@@ -152,7 +153,7 @@ def _who(t: dict) -> str:
     """The requester's user id: by API token, else the session's user; active users only."""
     return f"""who AS (
     SELECT u.id AS user_id FROM {t["user"]} u
-    WHERE u.is_active AND u.id = (
+    WHERE {sql_conditions("who")} AND u.id = (
         CASE WHEN %(token)s::text IS NULL THEN %(user)s::bigint
              ELSE (SELECT k.user_id FROM {t["token"]} k WHERE k.key = %(token)s::text) END)
 )"""
@@ -179,20 +180,17 @@ def _first_answer_sql() -> str:
 WITH {_who(t)}, ctx AS (
     SELECT who.user_id, m.id AS membership_id, p.id AS project_id
     FROM who
-    JOIN {t["phase"]} ph ON ph.id = %(phase)s::bigint AND ph.status = '{Phase.Status.OPEN.value}'
-    JOIN {t["project"]} p ON p.id = ph.project_id AND p.archived_at IS NULL
-    JOIN {t["membership"]} m ON m.project_id = p.id AND m.user_id = who.user_id AND m.is_active
-        AND m.role = '{Membership.Role.LABELER.value}'
+    JOIN {t["phase"]} ph ON ph.id = %(phase)s::bigint
+    JOIN {t["project"]} p ON p.id = ph.project_id
+    JOIN {t["membership"]} m ON m.project_id = p.id AND m.user_id = who.user_id
     CROSS JOIN LATERAL (SELECT count(*) AS n FROM {t["tone"]} tn WHERE tn.scale_id = p.scale_id) scale
-    WHERE (%(skip)s::text = '' OR p.skip_reasons @> jsonb_build_array(%(skip)s::text))
-      AND (%(high)s::smallint IS NULL OR p.allow_adjacent_pairs)
-      AND (NOT %(uncertain)s::boolean OR p.offer_uncertain)
-      AND scale.n >= greatest(coalesce(%(high)s::smallint, %(low)s::smallint, 0), %(n_order)s::integer)
-      AND (%(n_order)s::integer = 0 OR %(n_order)s::integer = scale.n)
+    WHERE {sql_conditions("member")}
+      AND {sql_conditions("ctx")}
 ), a AS (
     UPDATE {t["assignment"]} SET done_at = %(now)s::timestamptz
     FROM ctx
-    WHERE phase_id = %(phase)s::bigint AND labeler_id = ctx.membership_id AND image_id = %(image)s::bigint
+    WHERE {sql_conditions("assignment", assignment=t["assignment"])}
+      -- the fast path's scope (not a rule): a first answer to a plain assignment
       AND done_at IS NULL AND kind = '{Assignment.Kind.LABEL.value}' AND requested_by_id IS NULL
     RETURNING {t["assignment"]}.id, is_repeat, labeler_id, ctx.user_id, ctx.project_id
 ), l AS (
@@ -229,12 +227,14 @@ FROM who
 JOIN {t["revision"]} r ON r.client_id = %(client)s::uuid AND r.author_id = who.user_id AND r.number = 1
     AND r.source = '{LabelRevision.Source.LABELER.value}'
 JOIN {t["label"]} l ON l.id = r.label_id AND l.phase_id = %(phase)s::bigint
-JOIN {t["membership"]} m ON m.id = l.labeler_id AND m.user_id = who.user_id AND m.is_active
-    AND m.role = '{Membership.Role.LABELER.value}'
+JOIN {t["membership"]} m ON m.id = l.labeler_id AND m.user_id = who.user_id
+WHERE {sql_conditions("member")}
 """
 
 
+#: The statements, built from ``submit_rules.RULES`` (again when the table is another: a test's extra rule).
 _SQL: dict[str, str] = {}
+_SQL_RULES: list[tuple] = [()]
 
 
 def _prepare_on(raw) -> bool:
@@ -267,8 +267,9 @@ def _run(name: str, params: dict):
     (monitoring, query-count tests) and, when queries are logged (``DEBUG``, ``CaptureQueriesContext``,
     ``django_assert_num_queries``), in ``connection.queries`` with its time.
     """
-    if name not in _SQL:
+    if _SQL_RULES[0] is not submit_rules.RULES:
         _SQL.update(first=_first_answer_sql(), replay=_replay_sql())
+        _SQL_RULES[0] = submit_rules.RULES
     connection.ensure_connection()
 
     def execute(sql, sql_params, many, context):

@@ -10,8 +10,12 @@ status and message and store the same rows. A rule added to one path only makes 
 the general view "refuse uncertain answers under 100 ms" (three lines) fails this test at once, where the
 27 hand-picked cases of ``test_submit_fast.py`` stayed green.
 
-PostgreSQL only (the one statement is PostgreSQL's): CI's second stage runs it; locally
-``DATABASE_URL=postgres://postgres@127.0.0.1:5432/fairtone bin/test tests/labeling/test_submit_differential.py``.
+Both paths take their rules from one table (``services.submit_rules``); this test finds a rule written
+outside it, in one path, on the states and payloads drawn here (a rule on a state not drawn, e.g. the
+project's name, goes unseen: the table is the guard there, ``test_submit_rules.py``).
+
+PostgreSQL only (the one statement is PostgreSQL's): CI's second stage runs it; locally ``bin/test-submit``
+(PostgreSQL on 127.0.0.1:5432, or ``DATABASE_URL``).
 """
 
 import uuid
