@@ -538,7 +538,7 @@ def bootstrap_alpha_levels(
         confidence,
         seed,
     )
-    out = {}
+    out: dict[str, AlphaBootstrap] = {}
     for level, (estimate, low, high, pct_low, pct_high, alphas) in zip(levels, results, strict=True):
         n_valid = int(np.count_nonzero(~np.isnan(alphas)))
         out[level] = AlphaBootstrap(

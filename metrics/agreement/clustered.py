@@ -186,7 +186,7 @@ def _student_t_quantile(df: int, confidence: float) -> float:
         x * (((3 * x2 + 19) * x2 + 17) * x2 - 15) / 384,
         x * ((((79 * x2 + 776) * x2 + 1482) * x2 - 1920) * x2 - 945) / 92160,
     )
-    t = x + sum(term / df ** (i + 1) for i, term in enumerate(g))
+    t = x + sum(term / float(df) ** (i + 1) for i, term in enumerate(g))
     if df >= _T_EXPANSION_DF:
         return t
     if df <= 2:  # closed forms
