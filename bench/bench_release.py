@@ -42,7 +42,7 @@ import psycopg
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 SERVER = "postgres://postgres@127.0.0.1:5432"
-DB_NAME = "fairtone_bench_release"
+DB_NAME = os.environ.get("BENCH_DB", "fairtone_bench_release")  # another name when benches run side by side
 PROJECT_NAME = "bench-release"
 N_LABELERS = 4
 N_CALIBRATION = 300  # images of each calibration phase

@@ -25,7 +25,8 @@ the implementation, one family each:
 
 * ``krippendorff``: ``krippendorff_alpha``, ``alpha_from_counts``,
   ``value_counts``, ``alpha_leave_one_out``, ``interpret_alpha``;
-* ``bootstrap``: ``bootstrap_alpha`` (BCa item-bootstrap interval of alpha),
+* ``bootstrap``: ``bootstrap_alpha`` (BCa item-bootstrap interval of alpha; ``bootstrap_alpha_levels``
+  for several levels from one draw),
   ``bootstrap_cohen_kappa``, ``bootstrap_fleiss_kappa``, ``kappa_matrix_intervals`` (the same for the
   kappas), ``CoefficientInterval``;
 * ``kappa``: ``percent_exact``, ``percent_within_one``, ``fleiss_kappa``,
@@ -58,6 +59,7 @@ from .bootstrap import (
     AlphaBootstrap,
     CoefficientInterval,
     bootstrap_alpha,
+    bootstrap_alpha_levels,
     bootstrap_cohen_kappa,
     bootstrap_fleiss_kappa,
     kappa_matrix_intervals,
@@ -117,6 +119,7 @@ __all__ = [
     "alpha_from_counts",
     "alpha_leave_one_out",
     "bootstrap_alpha",
+    "bootstrap_alpha_levels",
     "bootstrap_cohen_kappa",
     "bootstrap_fleiss_kappa",
     "cluster_bootstrap_proportion",

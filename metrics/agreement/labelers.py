@@ -103,6 +103,21 @@ def test_retest(
 test_retest.__test__ = False  # type: ignore[attr-defined]
 
 
+def _nanmedian_columns(values: np.ndarray) -> np.ndarray:
+    """``np.nanmedian(values, axis=0)`` for columns with at least one value, by one sort of the few rows.
+
+    NumPy's nanmedian goes through masked arrays for a short axis (0.1 s of CPU for 4 x 100,000); NaN
+    sorts last, so a column's middle values are at ``(count - 1) // 2`` and ``count // 2``.
+    """
+    if values.shape[1] == 0:
+        return np.zeros(0)
+    ordered = np.sort(values, axis=0)
+    count = (~np.isnan(values)).sum(axis=0)
+    low = np.take_along_axis(ordered, ((count - 1) // 2)[None, :], axis=0)[0]
+    high = np.take_along_axis(ordered, (count // 2)[None, :], axis=0)[0]
+    return np.asarray((low + high) / 2)
+
+
 def labeler_bias(
     reliability_data: npt.ArrayLike,
     *,
@@ -149,7 +164,7 @@ def labeler_bias(
         others = np.delete(data, position, axis=0)
         own = data[position]
         usable = ~np.isnan(own) & (~np.isnan(others)).any(axis=0)
-        median = np.nanmedian(others[:, usable], axis=0) if usable.any() else np.zeros(0)
+        median = _nanmedian_columns(others[:, usable])
         diff = own[usable] - median
         rows.append(
             pd.DataFrame(

@@ -676,3 +676,15 @@ def test_consensus_table_all_skipped(no_warnings):
     table = consensus_table(np.full((3, 4), nan))
     assert table["mean"].isna().all() and (table["n_connected_groups"] == 0).all()
     assert not table["near_consensus"].any()
+
+
+@pytest.mark.parametrize("n_rows", [1, 2, 3, 4, 5, 8])
+def test_labeler_bias_median_of_the_others_equals_nanmedian(n_rows):
+    from metrics.agreement.labelers import _nanmedian_columns
+
+    rng = np.random.default_rng(n_rows)
+    for values in (rng.integers(1, 21, size=(n_rows, 3000)) / 2.0, rng.normal(5, 2, size=(n_rows, 3000))):
+        values[rng.random(values.shape) < 0.3] = np.nan
+        values = values[:, (~np.isnan(values)).any(axis=0)]
+        assert np.array_equal(_nanmedian_columns(values), np.nanmedian(values, axis=0))
+    assert _nanmedian_columns(np.zeros((n_rows, 0))).shape == (0,)

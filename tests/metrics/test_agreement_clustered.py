@@ -175,3 +175,27 @@ def test_bootstrap_alpha_resamples_subjects_when_they_repeat():
 def test_bootstrap_alpha_clusters_must_match_items():
     with pytest.raises(ValueError, match="one entry per item"):
         agreement.bootstrap_alpha(np.ones((2, 4)), clusters=[0, 1])
+
+
+def test_student_t_quantile_matches_scipy():
+    from scipy.special import stdtrit
+
+    from metrics.agreement.clustered import _student_t_quantile
+
+    for df in [*range(1, 60), 99, 250, 999, 1000, 1001, 4321, 99_993, 10**6]:
+        for confidence in (0.5, 0.9, 0.95, 0.99, 0.999):
+            expected = float(stdtrit(df, 1 - (1 - confidence) / 2))
+            assert _student_t_quantile(df, confidence) == pytest.approx(expected, rel=1e-12, abs=0)
+
+
+def test_clustered_interval_needs_no_scipy():
+    # Importing scipy.special took 0.7 s of CPU of a fresh process's first consensus computation.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from metrics.agreement import clustered_proportion as c; c([6, 6, 1], [6, 6, 6]);"
+        "print(any(m.startswith('scipy') for m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -150,3 +150,32 @@ def test_clustered_kappa_resamples_whole_clusters():
     clustered = bootstrap_cohen_kappa(a, b, categories=range(1, 11), clusters=clusters, n_resamples=500)
     assert clustered.estimate == naive.estimate and clustered.n_units == 40 and naive.n_units == 160
     assert clustered.high - clustered.low > 1.5 * (naive.high - naive.low)
+
+
+@pytest.mark.parametrize(
+    "frequency",
+    [
+        np.array([3, 1, 1, 2, 1, 1, 1]),  # few units for the kinds: the units themselves are drawn
+        np.r_[np.full(150, 1), np.full(60, 4), np.full(20, 25), [400, 900]],  # many kinds: the Poisson route
+        np.array([500, 300, 150, 40, 9, 1]),  # few kinds: NumPy's multinomial
+    ],
+)
+def test_resampled_pattern_counts_are_multinomial(frequency):
+    from metrics.agreement.bootstrap import _multinomial_rows
+
+    n, p = int(frequency.sum()), frequency / frequency.sum()
+    draws = _multinomial_rows(np.random.default_rng(3), frequency, 40_000)
+    assert draws.shape == (40_000, frequency.size) and (draws >= 0).all()
+    assert (draws.sum(axis=1) == n).all()
+    assert np.array_equal(draws[:50], _multinomial_rows(np.random.default_rng(3), frequency, 40_000)[:50])
+    # Multinomial(n, p): mean n p, variance n p (1 - p), covariance -n p_i p_j (5 standard errors).
+    se = np.sqrt(n * p * (1 - p) / draws.shape[0])
+    assert np.all(np.abs(draws.mean(axis=0) - n * p) <= 5 * se + 1e-12)
+    variance = draws.var(axis=0)
+    assert np.allclose(variance, n * p * (1 - p), rtol=0.05)
+    big = np.argsort(-frequency)[:2]
+    covariance = np.cov(draws[:, big[0]], draws[:, big[1]])[0, 1]
+    assert covariance == pytest.approx(-n * p[big[0]] * p[big[1]], rel=0.06)
+    # A null: the same moments fail for draws with a planted bias (a kind drawn 10% too often).
+    planted = np.random.default_rng(3).multinomial(n, (p * np.r_[1.1, np.ones(p.size - 1)]) / (1 + 0.1 * p[0]), 40_000)
+    assert not np.all(np.abs(planted.mean(axis=0) - n * p) <= 5 * se + 1e-12)

@@ -132,11 +132,18 @@ def image_subject_units(project_id: int, image_ids: np.ndarray) -> np.ndarray | 
     None when no subject has two of these images: the image bootstrap is then the subject bootstrap
     (and keeps its numbers). Several photos of one person are not independent (issue 22).
     """
-    subject_of = dict(
-        Image.objects.filter(project_id=project_id, subject__isnull=False).values_list("id", "subject_id").iterator()
-    )
+    pairs = Image.objects.filter(project_id=project_id, subject__isnull=False).order_by("id")
+    with_subject = np.fromiter(
+        (value for pair in pairs.values_list("id", "subject_id").iterator(chunk_size=10_000) for value in pair),
+        dtype=np.int64,
+    ).reshape(-1, 2)
     # Images without a subject get a unit of their own: negative, so never a subject's id.
-    units = np.array([subject_of.get(int(i), -int(i)) for i in image_ids], dtype=np.int64)
+    image_ids = np.asarray(image_ids, dtype=np.int64)
+    units = -image_ids
+    if with_subject.size:
+        where = np.minimum(np.searchsorted(with_subject[:, 0], image_ids), len(with_subject) - 1)
+        found = with_subject[where, 0] == image_ids
+        units[found] = with_subject[where[found], 1]
     known = units[units > 0]
     if known.size == np.unique(known).size:
         return None

@@ -260,16 +260,17 @@ def alpha_block(
             "resampled": "subjects" if clusters is not None else "images",
         }
     levels = {}
-    for level in ("ordinal", "interval"):
-        boot = agreement.bootstrap_alpha(
-            counts=counts,
-            value_domain=domain,
-            level_of_measurement=level,
-            n_resamples=N_RESAMPLES,
-            confidence=CONFIDENCE,
-            seed=0,
-            clusters=clusters,
-        )
+    # Both levels from the same resamples (one draw; each as bootstrap_alpha gives it alone).
+    boots = agreement.bootstrap_alpha_levels(
+        counts=counts,
+        value_domain=domain,
+        levels=("ordinal", "interval"),
+        n_resamples=N_RESAMPLES,
+        confidence=CONFIDENCE,
+        seed=0,
+        clusters=clusters,
+    )
+    for level, boot in boots.items():
         levels[level] = coefficient_stat(
             boot.estimate, boot.low, boot.high, n_images, conclusive_below=agreement.ALPHA_TENTATIVE
         )
