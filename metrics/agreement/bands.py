@@ -347,9 +347,10 @@ def agreement_by_band(
         consensus = np.full(n_items, np.nan)
         if several.any():
             consensus[several] = round_half_up(np.nanmedian(data[:, several], axis=0))
-        spread = np.where(several, np.nanmax(np.where(present, data, -np.inf), axis=0), np.nan) - np.where(
-            several, np.nanmin(np.where(present, data, np.inf), axis=0), np.nan
-        )
+        # ``initial``: a phase with no labeler at all is (0, 0) and has nothing to reduce.
+        highest = np.max(np.where(present, data, -np.inf), axis=0, initial=-np.inf)
+        lowest = np.min(np.where(present, data, np.inf), axis=0, initial=np.inf)
+        spread = np.where(several, highest - lowest, np.nan)
         total = np.where(present, data, 0.0).sum(axis=0)
         # The mean of the other labelers' values on each image, for each labeler (NaN without another).
         others_mean = (total[None, :] - np.where(present, data, 0.0)) / (n_valid[None, :] - present)

@@ -166,6 +166,11 @@ def test_small_bands_give_counts_and_no_coefficient_below_the_floor():
     assert all(b.n == 0 and math.isnan(b.mean_diff) for b in empty.bias)
     one = result.bands[4]
     assert one.n_images == 1 and math.isnan(one.bias[0].low)
+    # A phase with no label at all (no labeler, no image), or labelers and no image.
+    for empty_phase in (np.zeros((0, 0)), np.zeros((3, 0))):
+        result = agreement_by_band(empty_phase, n_tones=10)
+        assert result.n_images == result.n_unbanded == 0
+        assert all(b.n_images == 0 and b.alpha is None for b in result.bands)
 
 
 def test_bands_on_the_scale_and_images_without_a_consensus_left_out():
