@@ -118,6 +118,16 @@ def astronaut_bytes() -> bytes:
     return buf.getvalue()
 
 
+#: What the demo's labelers read (both projects; the finished study's data card shows it).
+DEMO_INSTRUCTIONS = (
+    "<p>Choose the Monk Skin Tone that best matches the <strong>skin of the face and neck</strong>, "
+    "ignoring lighting where you can. If you hesitate between two neighbouring tones, choose both "
+    "(Shift + digit). Mark <em>uncertain</em> when the image makes judging hard.</p>"
+    "<ul><li>Do not infer tone from facial features or clothing.</li>"
+    "<li>Beware of background colours and of a run of similar tones.</li></ul>"
+)
+
+
 @transaction.atomic
 def demo_project_create(*, n_subjects: int = 20, simulate_labels: bool = True) -> Project:
     """Create (or return) the demo project with its lead, four labelers and ~40 images."""
@@ -133,13 +143,7 @@ def demo_project_create(*, n_subjects: int = 20, simulate_labels: bool = True) -
         description="A demo with synthetic images only (plus scikit-image's astronaut photo).",
         created_by=lead,
         labels_per_image=4,
-        instructions=(
-            "<p>Choose the Monk Skin Tone that best matches the <strong>skin of the face and neck</strong>, "
-            "ignoring lighting where you can. If you hesitate between two neighbouring tones, choose both "
-            "(Shift + digit). Mark <em>uncertain</em> when the image makes judging hard.</p>"
-            "<ul><li>Do not infer tone from facial features or clothing.</li>"
-            "<li>Beware of background colours and of a run of similar tones.</li></ul>"
-        ),
+        instructions=DEMO_INSTRUCTIONS,
         is_demo=True,
     )
     members = []
@@ -279,6 +283,7 @@ def demo_finished_study_create(*, lead, n_subjects: int = 24) -> Project:
         created_by=lead,
         labels_per_image=3,
         is_demo=True,
+        instructions=DEMO_INSTRUCTIONS,
         description="Synthetic portraits with skin masks; every label is simulated (per-labeler bias and noise).",
     )
     members = []
