@@ -148,26 +148,38 @@ def _plot_test_retest(fig, dashboard: dict) -> None:
 
 
 def _plot_labeler_bias(fig, dashboard: dict) -> None:
+    """Each labeler's signed bias per tone band with its 95% interval (``tone_bands``: the others' mean,
+    bands by the consensus of all labels; services.consensus.bands), where the band holds enough images."""
     ax = fig.subplots()
     selected = dashboard["selected"]
+    bands = ((selected or {}).get("tone_bands") or {}).get("bands") or []
+    labelers = ((selected or {}).get("tone_bands") or {}).get("labelers") or []
     lines = 0
-    if selected:
-        for row in selected["per_labeler"]:
-            bands = [b for b in row["bias_by_band"] if b["mean_diff"]["value"] is not None]
-            if not bands:
-                continue
-            lines += 1
-            ax.plot(
-                [b["band"] for b in bands], [b["mean_diff"]["value"] for b in bands], marker="o", label=row["labeler"]
-            )
+    n_lab = max(len(labelers), 1)
+    for position, name in enumerate(labelers):
+        points = [
+            (k, band["bias"][position]["mean_diff"])
+            for k, band in enumerate(bands)
+            if position < len(band["bias"])
+            and band["bias"][position]["mean_diff"].get("low") is not None
+            and not band["bias"][position]["mean_diff"].get("reason")
+        ]
+        if not points:
+            continue
+        lines += 1
+        shift = (position - (n_lab - 1) / 2) * 0.08
+        x = [k + shift for k, _ in points]
+        y = [m["value"] for _, m in points]
+        err = [[m["value"] - m["low"] for _, m in points], [m["high"] - m["value"] for _, m in points]]
+        ax.errorbar(x, y, yerr=err, marker="o", capsize=3, linewidth=1, label=name)
     if not lines:
-        _message(ax, f"Too little data: no tone band with {dashboard['min_images']}+ shared images.")
+        _message(ax, f"Too little data: no tone band with {dashboard['min_images']}+ images.")
         return
     ax.axhline(0, color=_GREY, linewidth=0.8)
-    ax.xaxis.get_major_locator().set_params(integer=True)
-    ax.set_xlabel("Tone band (median of the other labelers, rounded)")
+    ax.set_xticks(range(len(bands)), [band["name"] for band in bands], fontsize=8)
+    ax.set_xlabel("Tone band (consensus of all labels)")
     ax.set_ylabel("Mean signed difference (+ = deeper)")
-    ax.set_title(f"{selected['phase']['name']}: bias against the other labelers", fontsize=10)
+    ax.set_title(f"{selected['phase']['name']}: bias against the other labelers, 95% intervals", fontsize=10)
     ax.legend(fontsize=8)
 
 

@@ -219,31 +219,16 @@ def kappa_rows(selected: dict | None) -> list[dict]:
     ]
 
 
-def band_table(selected: dict | None) -> tuple[list, list[dict]]:
-    """The tone bands (columns) and each labeler's bias in them (rows) in the selected phase."""
-    if not selected:
-        return [], []
-    bands = sorted({b["band"] for row in selected["per_labeler"] for b in row["bias_by_band"]})
-    rows = []
-    for row in selected["per_labeler"]:
-        by_band = {b["band"]: b for b in row["bias_by_band"]}
-        rows.append({"labeler": row["labeler"], "cells": [by_band.get(band) for band in bands]})
-    return bands, rows
-
-
 def dashboard_context(dashboard: dict) -> dict:
     """Everything the dashboard page prints."""
     dashboard = display(dashboard)
     phases = dashboard["phases"]
     selected = dashboard["selected"]
-    bands, band_rows = band_table(selected)
     return {
         "dashboard": dashboard,
         "selected": selected,
         "summary": summary_context(selected),
         "kappa_rows": kappa_rows(selected),
-        "band_rows": band_rows,
-        "bands": bands,
         "phases": phases,
         "comparison": comparison_rows(phases),
         "calibration_2": calibration_2_rows(phases),

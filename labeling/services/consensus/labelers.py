@@ -41,7 +41,6 @@ class _Panel:
     reason: str | None  # why the phase's agreement is not shown (None: it is)
     present: np.ndarray  # labelers x images: a valid value
     bias: pd.DataFrame
-    bias_band: pd.DataFrame
     loo: pd.DataFrame
     clusters: np.ndarray | None = None  # the subject of each image when people repeat (issue 22)
 
@@ -72,7 +71,6 @@ def labelers_statistics(
         reason=reason,
         present=~np.isnan(reliability),
         bias=agreement.labeler_bias(reliability, labelers=labeler_ids),
-        bias_band=agreement.labeler_bias(reliability, by_band=True, labelers=labeler_ids),
         loo=agreement.alpha_leave_one_out(reliability, labelers=labeler_ids),
         clusters=clusters,
     )
@@ -130,7 +128,8 @@ def _own_values(panel: _Panel, position: int) -> dict:
 
 
 def _against_others(panel: _Panel, position: int, labeler_id: int) -> dict:
-    """Bias against the other labelers (overall and per tone band) and alpha without this labeler."""
+    """Bias against the other labelers and alpha without this labeler (per tone band: ``summary``'s
+    ``tone_bands``, with intervals, services.consensus.bands)."""
     # Other labelers' images with 2+ valid labels without this labeler.
     others_images = int((np.delete(panel.present, position, axis=0).sum(axis=0) >= 2).sum())
     n_bias = int(panel.bias.loc[labeler_id, "n"])
@@ -138,23 +137,12 @@ def _against_others(panel: _Panel, position: int, labeler_id: int) -> dict:
     loo_reason = (
         None if others_images >= MIN_IMAGES else too_little(others_images, "with 2+ labels from the other labelers")
     )
-    bands = panel.bias_band[panel.bias_band["labeler"] == labeler_id]
     return {
         "bias": {
             "n": n_bias,
             "mean_diff": stat(panel.bias.loc[labeler_id, "mean_diff"], bias_reason),
             "mean_abs_diff": stat(panel.bias.loc[labeler_id, "mean_abs_diff"], bias_reason),
         },
-        "bias_by_band": [
-            {
-                "band": int(row.band),
-                "n": int(row.n),
-                "mean_diff": stat(
-                    row.mean_diff, None if row.n >= MIN_IMAGES else too_little(int(row.n), "in this band")
-                ),
-            }
-            for row in bands.itertuples()
-        ],
         **_alpha_without(panel, position, labeler_id, others_images, loo_reason),
     }
 
