@@ -132,6 +132,7 @@ class FaceSkin:
     n_faces: int
     sampled_pixels: int
     method: str
+    weights: np.ndarray | None = None
 
 
 @functools.cache
@@ -423,4 +424,111 @@ def _consistent_regions(flat: np.ndarray, regions: list[np.ndarray]) -> tuple[np
         difference = np.median(forehead[1], axis=1) - np.median(cheeks[1], axis=1)
         if float(np.sqrt((difference**2).sum())) <= REGION_MAX_DELTA_E:
             return np.concatenate([forehead[0], cheeks[0]]), np.concatenate([forehead[1], cheeks[1]], axis=1)
+    return cheeks
+
+
+#: Eye distance, in pixels, of the canonical grid on which the skin is chosen (issue 21, colorimetry-5.0.0).
+CANONICAL_EYE_DISTANCE = 32.0
+#: Standardised distance from the face's colour (in robust standard deviations, the largest of L*, a*,
+#: b*) at which a pixel's weight starts to fall, and at which it reaches 0.
+WEIGHT_FULL = 1.5
+WEIGHT_ZERO = 3.5
+_SUPERSAMPLE = 4
+
+
+def _coverage(shape: tuple[int, int], polygons: list[np.ndarray]) -> np.ndarray:
+    """Fraction (0..1) of each pixel of a ``shape`` grid covered by the union of ``polygons``."""
+    import cv2
+
+    fine = np.zeros((shape[0] * _SUPERSAMPLE, shape[1] * _SUPERSAMPLE), dtype=np.uint8)
+    for polygon in polygons:
+        fine_points = (polygon + 0.5) * _SUPERSAMPLE - 0.5
+        cv2.fillPoly(fine, [np.round(fine_points * 16).astype(np.int32)], 1, lineType=cv2.LINE_8, shift=4)
+    return np.asarray(cv2.resize(fine.astype(np.float32), (shape[1], shape[0]), interpolation=cv2.INTER_AREA))
+
+
+def canonical_skin_weights(
+    rgb: np.ndarray,
+    opaque: np.ndarray | None,
+    samples: list[np.ndarray],
+    face: np.ndarray,
+    excluded: list[np.ndarray],
+    eye_distance: float,
+) -> tuple[np.ndarray, int]:
+    import cv2
+
+    height, width = rgb.shape[:2]
+    weights = np.zeros((height, width), dtype=np.float32)
+    if not eye_distance > 0:
+        return weights, 0
+    points = np.concatenate([face, *samples])
+    pad = 3 * CHROMA_SMOOTHING * eye_distance + 2
+    x0 = max(0, int(np.floor(points[:, 0].min() - pad)))
+    y0 = max(0, int(np.floor(points[:, 1].min() - pad)))
+    x1 = min(width, int(np.ceil(points[:, 0].max() + pad)) + 1)
+    y1 = min(height, int(np.ceil(points[:, 1].max() + pad)) + 1)
+    if x1 <= x0 or y1 <= y0:
+        return weights, 0
+    scale = CANONICAL_EYE_DISTANCE / eye_distance
+    cw, ch = max(1, round((x1 - x0) * scale)), max(1, round((y1 - y0) * scale))
+    sx, sy = cw / (x1 - x0), ch / (y1 - y0)
+    interpolation = cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR
+    linear = cv2.resize(np.take(_LINEAR_F32, rgb[y0:y1, x0:x1]), (cw, ch), interpolation=interpolation)
+    linear = linear.reshape(ch, cw, 3)
+    L, a, b = _lab_from_linear(*(np.ascontiguousarray(linear[..., c]).reshape(-1) for c in range(3)))
+    grid_lab = np.stack([L, a, b]).reshape(3, ch, cw)
+    sigma = CHROMA_SMOOTHING * CANONICAL_EYE_DISTANCE
+    for channel in CHANNELS_SMOOTHED:
+        grid_lab[channel] = cv2.GaussianBlur(grid_lab[channel], (0, 0), sigma, borderType=cv2.BORDER_REFLECT)
+    lab = grid_lab.reshape(3, -1)
+
+    def to_grid(polygon: np.ndarray) -> np.ndarray:
+        return np.asarray((polygon - np.array([x0, y0]) + 0.5) * np.array([sx, sy]) - 0.5)
+
+    allowed = np.ones(ch * cw, dtype=np.float32)
+    if opaque is not None:
+        part = opaque[y0:y1, x0:x1].astype(np.float32)
+        allowed = cv2.resize(part, (cw, ch), interpolation=interpolation).reshape(-1)
+    sample_cover = [_coverage((ch, cw), [to_grid(p)]).reshape(-1) * allowed for p in samples]
+    sampled = int(round(sum(float(c.sum()) for c in sample_cover) / (sx * sy)))
+    regions = [np.flatnonzero(c >= 0.5) for c in sample_cover]
+    face_cover = _coverage((ch, cw), [to_grid(face)]).reshape(-1)
+    face_cover *= 1.0 - _coverage((ch, cw), [to_grid(p) for p in excluded]).reshape(-1)
+    where = np.maximum(face_cover * allowed, np.maximum.reduce(sample_cover))
+    index = _consistent_lab_regions(lab, regions)
+    model = _colour_model(lab[:, index]) if index.size else None
+    if model is None:
+        return weights, sampled
+    centre, spread = model
+    z = np.max(np.abs(lab - centre[:, None]) / spread[:, None], axis=0)
+    colour = np.clip((WEIGHT_ZERO - z) / (WEIGHT_ZERO - WEIGHT_FULL), 0.0, 1.0)
+    grid = (where * colour).astype(np.float32).reshape(ch, cw)
+    back = cv2.resize(grid, (x1 - x0, y1 - y0), interpolation=cv2.INTER_LINEAR)
+    if opaque is not None:
+        back *= opaque[y0:y1, x0:x1]
+    weights[y0:y1, x0:x1] = back
+    return weights, sampled
+
+
+def _colour_model(sample: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    keep = np.ones(sample.shape[1], dtype=bool)
+    for _ in range(2):
+        kept = sample[:, keep]
+        centre = np.median(kept, axis=1)
+        mad = np.median(np.abs(kept - centre[:, None]), axis=1)
+        spread = np.maximum(1.4826 * mad, _SIGMA_FLOOR)
+        keep = np.all(np.abs(sample - centre[:, None]) <= REFINE_SIGMAS * spread[:, None], axis=0)
+        if not keep.any():
+            return None
+    return centre, spread
+
+
+def _consistent_lab_regions(lab: np.ndarray, regions: list[np.ndarray]) -> np.ndarray:
+    forehead, cheeks = regions[0], np.concatenate(regions[1:])
+    if not cheeks.size:
+        return forehead
+    if forehead.size:
+        difference = np.median(lab[:, forehead], axis=1) - np.median(lab[:, cheeks], axis=1)
+        if float(np.sqrt((difference**2).sum())) <= REGION_MAX_DELTA_E:
+            return np.concatenate([forehead, cheeks])
     return cheeks
