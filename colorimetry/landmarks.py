@@ -31,8 +31,12 @@ The pipeline (the decoding follows MediaPipe's graphs, ``face_detection_*_common
 3. **Skin.** Forehead and both cheeks are polygons of mesh points (:data:`SAMPLE_POLYGONS`); the face's
    area is the mesh's face oval less the eyes, brows and lips (each polygon grown by
    :data:`FEATURE_MARGIN` of the eye distance). Then the same refinement by the face's own colour as the
-   cascade detector's (:func:`colorimetry.face.refine_by_face_colour`): the two detectors differ only in
-   where they look.
+   cascade detector's, on a grid fixed on the face, with weights (:func:`colorimetry.face.canonical_skin_weights`,
+   colorimetry-5.0.0): the two detectors differ only in where they look.
+
+Since colorimetry-5.0.0 a ROI more than 1.5x the mesh's 192 px input is area-averaged to that scale before
+the warp (:func:`_mesh`): a bilinear warp alone sampled a 12 MP face at a few of its pixels, and the
+points moved with the photo's size (issue 21).
 """
 
 from __future__ import annotations
