@@ -1,6 +1,9 @@
 """The same photo at 512 px, 2 MP and 12 MP, fast and full decode: how far apart its ITA readings are.
 
-Run: ``python bench/bench_resolution.py [--held-out]``.
+Run: ``python bench/bench_resolution.py [--held-out | --time]``.
+
+``--time``: the time of one ``measure_image`` (default detector) per reading of the development cases
+(median over the 20 cases; 512 px, 2 MP and 12 MP through the fast path, 2 MP and 12 MP fully decoded).
 
 ``--held-out`` measures the held-out scenes of ``tests/colorimetry/resolution_sets.py`` instead (other
 recolourings, exposures, crops, export path; committed before the method was developed): per scene the
@@ -78,9 +81,41 @@ def held_out() -> None:
         )
 
 
+def timing() -> None:
+    """Median time of one measurement per reading of the development cases (``--time``)."""
+    import statistics
+    import time
+
+    times: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for portrait in (evaluation.astronaut(), evaluation.grace_hopper()):
+            for tone in range(1, 11):
+                base = Image.fromarray(evaluation.recoloured(portrait, tone))
+                scale = 3464 / max(base.size)
+                master = base.resize((round(base.width * scale), round(base.height * scale)), Image.Resampling.LANCZOS)
+                for name, side in SIDES.items():
+                    path = Path(tmp) / f"{side}.jpg"
+                    size = (side, round(master.height * side / master.width))
+                    (master if side == master.width else master.resize(size, Image.Resampling.LANCZOS)).save(
+                        path, quality=92
+                    )
+                    for kind, cap in (("fast", None), ("full", FULL)):
+                        if kind == "full" and side == 512:
+                            continue
+                        options = {} if cap is None else {"max_pixels": cap}
+                        start = time.perf_counter()
+                        measure_image(path, **options)
+                        times.setdefault(f"{name} {kind}", []).append(time.perf_counter() - start)
+    for name, values in times.items():
+        print(f"  {name:12} {statistics.median(values) * 1e3:8.1f} ms per measurement (median of {len(values)})")
+
+
 def main() -> None:
     if "--held-out" in sys.argv:
         held_out()
+        return
+    if "--time" in sys.argv:
+        timing()
         return
     for detector in ("landmarks_or_face", "face"):
         within = total = 0

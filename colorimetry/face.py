@@ -35,6 +35,13 @@ instead:
    error was +3.0 and +2.9 degrees ITA for Monk 6 and 7 with the cheeks and
    forehead alone, +1.4 and +0.4 with the face added).
 
+   Since colorimetry-5.0.0 (issue 21) this is done on a grid fixed on the face
+   (:data:`CANONICAL_EYE_DISTANCE` pixels between the eyes, resampled in linear
+   light) and gives each pixel a weight rather than in or out: the cut at
+   :data:`REFINE_SIGMAS` becomes a ramp, the forehead's in-or-out a weight
+   (:func:`canonical_skin_weights`), so that the same photo at another size is
+   measured on the same skin.
+
 Nothing is corrected: ITA is measured on the pixels as recorded.
 
 The rule-based detector stays available as a labelled fallback (see
@@ -132,6 +139,7 @@ class FaceSkin:
     n_faces: int
     sampled_pixels: int
     method: str
+    weights: np.ndarray | None = None
 
 
 @functools.cache
@@ -307,120 +315,205 @@ def face_skin_mask(rgb: np.ndarray, opaque: np.ndarray | None = None) -> FaceSki
     Returns
     -------
     FaceSkin
-        The mask (empty when no face was found) and where it came from.
+        The mask (empty when no face was found), the weights of :func:`canonical_skin_weights` and where
+        they came from.
     """
     height, width = rgb.shape[:2]
-    mask = np.zeros((height, width), dtype=bool)
     faces, method = detect_faces(rgb)
     if not faces:
-        return FaceSkin(mask, None, 0, 0, "")
+        return FaceSkin(np.zeros((height, width), dtype=bool), None, 0, 0, "")
     x, y, w, h = faces[0]
-    flat = rgb.reshape(-1, 3)
-    allowed = None if opaque is None else opaque.reshape(-1)
-    regions = []
-    for fx0, fy0, fx1, fy1 in SAMPLE_REGIONS:
-        x0, x1 = max(0, x + round(fx0 * w)), min(width, x + round(fx1 * w))
-        y0, y1 = max(0, y + round(fy0 * h)), min(height, y + round(fy1 * h))
-        index = (np.arange(y0, y1)[:, None] * width + np.arange(x0, x1)[None, :]).reshape(-1)
-        if allowed is not None:
-            index = index[allowed[index]]
-        regions.append(index)
-    sampled = int(sum(index.size for index in regions))
-    index, _ = _consistent_regions(flat, regions)
-    yy, xx = np.mgrid[max(0, y) : min(height, y + h), max(0, x) : min(width, x + w)]
-    cx, cy, rx, ry = x + FACE_ELLIPSE[0] * w, y + FACE_ELLIPSE[1] * h, FACE_ELLIPSE[2] * w, FACE_ELLIPSE[3] * h
-    inside = ((xx - cx) / rx) ** 2 + ((yy - cy) / ry) ** 2 <= 1.0
-    face = yy[inside] * width + xx[inside]
-    if allowed is not None:
-        face = face[allowed[face]]
-    refine_by_face_colour(mask, rgb, index, face, w / BOX_WIDTH_PER_EYE_DISTANCE)
-    return FaceSkin(mask, (x, y, w, h), len(faces), sampled, method)
+    # Pixel (i, j) covers [i - 0.5, i + 0.5): the box's pixels x .. x + w - 1 span x - 0.5 .. x + w - 0.5.
+    samples = [
+        np.array([(x + fx * w - 0.5, y + fy * h - 0.5) for fx, fy in ((fx0, fy0), (fx1, fy0), (fx1, fy1), (fx0, fy1))])
+        for fx0, fy0, fx1, fy1 in SAMPLE_REGIONS
+    ]
+    angles = np.linspace(0.0, 2 * np.pi, 72, endpoint=False)
+    ellipse = np.stack(
+        [
+            x - 0.5 + FACE_ELLIPSE[0] * w + FACE_ELLIPSE[2] * w * np.cos(angles),
+            y - 0.5 + FACE_ELLIPSE[1] * h + FACE_ELLIPSE[3] * h * np.sin(angles),
+        ],
+        axis=1,
+    )
+    weights, sampled = canonical_skin_weights(rgb, opaque, samples, ellipse, [], w / BOX_WIDTH_PER_EYE_DISTANCE)
+    return FaceSkin(weights >= 0.5, (x, y, w, h), len(faces), sampled, method, weights)
 
 
-def _lab_of(flat: np.ndarray, index: np.ndarray) -> np.ndarray:
-    linear = [np.take(_LINEAR_F32, np.take(flat[:, c], index)) for c in range(3)]
-    return np.stack(_lab_from_linear(*linear))
+# --------------------------------------------------------------------------- the skin, on the face's grid
 
-
-#: Scale (Gaussian sigma, as a fraction of the distance between the eyes) at which the refinement
-#: sees a* and b*. Per-pixel chroma depends on the resolution: sensor noise and JPEG's 4:2:0 chroma
-#: (colour stored at half the pixel pitch) widen it at 512 px, so the pixels kept changed with the
-#: size of the same photo (issue 21). Smoothed at a scale fixed on the face, every size of a photo
-#: sees the same chroma. 0.2 was chosen on the development set (0.12: 18 of 20 within 1 degree, 0.2: see the README) (``bench/bench_resolution.py``).
-CHROMA_SMOOTHING = 0.2
 #: The cascades' box is about 2.2 eye distances wide (:func:`_eye_pair_boxes` uses that ratio).
 BOX_WIDTH_PER_EYE_DISTANCE = 2.2
-CHANNELS_SMOOTHED = (1, 2)
+#: Distance between the eyes, in pixels, of the canonical grid on which the skin is chosen
+#: (colorimetry-5.0.0, issue 21). The face is resampled to it (area average in linear light, bilinear
+#: when it is enlarged), so every size of a photo is judged on the same pixels. 32 puts a canonical pixel
+#: at or above the pixel of the fast decode path on a portrait (eye distance 35-90 px at 433-512 px).
+CANONICAL_EYE_DISTANCE = 32.0
+#: Scale (Gaussian sigma, as a fraction of the distance between the eyes) at which the refinement sees
+#: a* and b* (colorimetry-4.0.0): sensor noise and JPEG's 4:2:0 chroma (colour stored at half the pixel
+#: pitch) widen per-pixel chroma at small sizes.
+CHROMA_SMOOTHING = 0.2
+#: Scale (same units) at which it sees L* (colorimetry-5.0.0): above the footprint of the coarsest pixel
+#: a photo is analysed at (1/35 of the eye distance at 12 MP through the fast path), far below the 0.2 of
+#: the chroma (L* smoothed at 0.2 let hair in). Without it, the L* spread of the face, and with it the
+#: shaded pixels kept, changed with the source's own blur at that scale (development set: 18 of 20 within
+#: 1 degree without; 20 of 20 at 0.03, 0.05 and 0.08).
+LIGHTNESS_SMOOTHING = 0.05
+#: A pixel's colour weight is 1 within WEIGHT_FULL robust standard deviations of the face's colour (the
+#: largest of L*, a*, b*) and falls linearly to 0 at WEIGHT_ZERO (centred on the cut at REFINE_SIGMAS of
+#: colorimetry 4.0.0): a small change of a pixel's colour changes its weight a little, never in or out.
+WEIGHT_FULL = 1.5
+WEIGHT_ZERO = 3.5
+#: The forehead's weight in the colour model falls from 1 to 0 as its median colour's distance from the
+#: cheeks' goes from REGION_MAX_DELTA_E - FOREHEAD_RAMP to REGION_MAX_DELTA_E + FOREHEAD_RAMP.
+FOREHEAD_RAMP = 2.0
+#: Polygons are rasterised as coverage fractions, FILL_SUPERSAMPLE x FILL_SUPERSAMPLE points per pixel.
+FILL_SUPERSAMPLE = 4
 
 
-def _smoothed_lab(rgb: np.ndarray, rows: slice, cols: slice, sigma: float) -> np.ndarray:
-    """L* per pixel and a*, b* Gaussian-smoothed (``sigma`` pixels), of ``rgb[rows, cols]`` (3 x h x w)."""
+def _coverage(shape: tuple[int, int], polygons: list[np.ndarray]) -> np.ndarray:
+    """Fraction (0..1) of each pixel of a ``shape`` grid covered by the union of ``polygons``."""
     import cv2
 
-    part = rgb[rows, cols].reshape(-1, 3)
-    lab = _lab_of(part, np.arange(part.shape[0])).reshape(3, rgb[rows, cols].shape[0], -1)
-    if sigma >= 0.5:
-        for channel in CHANNELS_SMOOTHED:
-            lab[channel] = cv2.GaussianBlur(lab[channel], (0, 0), sigma, borderType=cv2.BORDER_REFLECT)
-    return lab
+    k = FILL_SUPERSAMPLE
+    fine = np.zeros((shape[0] * k, shape[1] * k), dtype=np.uint8)
+    for polygon in polygons:
+        fine_points = (polygon + 0.5) * k - 0.5
+        cv2.fillPoly(fine, [np.round(fine_points * 16).astype(np.int32)], 1, lineType=cv2.LINE_8, shift=4)
+    return np.asarray(cv2.resize(fine.astype(np.float32), (shape[1], shape[0]), interpolation=cv2.INTER_AREA))
 
 
-def refine_by_face_colour(
-    mask: np.ndarray, rgb: np.ndarray, index: np.ndarray, face: np.ndarray, eye_distance: float
-) -> None:
-    """Mark in ``mask`` the sampled pixels that fit the face's own colour, then the face's pixels that do.
+def canonical_skin_weights(
+    rgb: np.ndarray,
+    opaque: np.ndarray | None,
+    samples: list[np.ndarray],
+    face: np.ndarray,
+    excluded: list[np.ndarray],
+    eye_distance: float,
+) -> tuple[np.ndarray, int]:
+    """Each pixel's weight (0..1) as the face's skin, judged on a grid fixed on the face.
 
-    ``index`` (flat pixel indices) is the sample (cheeks and forehead); ``face`` the flat indices of the
-    whole face area (an ellipse in the cascade's box, the face oval of the landmark model). The colours
-    compared are L* per pixel and a*, b* smoothed at :data:`CHROMA_SMOOTHING` x ``eye_distance``
-    (the same scale on the face whatever the photo's resolution). Pixels more than
-    :data:`REFINE_SIGMAS` robust standard deviations from the sample's median in L*, a* or b* are
-    dropped, twice; then every face pixel within the same bounds is added (shaded sides, chin, nose
-    bridge; not eyes, brows, lips or hair, whose colours differ). Shared by both face detectors so they
-    differ only in where they look.
+    Shared by both face detectors, so they differ only in where they look. ``samples`` are the forehead
+    then the cheeks, ``face`` the face's outline, ``excluded`` the features cut from it (eyes, brows,
+    lips), all polygons in image pixels (pixel centres at integers); ``eye_distance`` in pixels.
+
+    1. The face's part of the image is resampled to :data:`CANONICAL_EYE_DISTANCE` pixels between the
+       eyes, in linear light (area average when reduced: what a larger pixel records), and converted to
+       CIELAB; L* is seen at :data:`LIGHTNESS_SMOOTHING`, a* and b* at :data:`CHROMA_SMOOTHING` eye
+       distances. The polygons are rasterised on that grid as coverage fractions.
+    2. The face's colour: the weighted median and robust spread (1.4826 x MAD, floored) of the sample,
+       the forehead weighted by how close its median colour is to the cheeks' (:data:`FOREHEAD_RAMP`),
+       computed again with each pixel weighted by its fit.
+    3. A pixel's weight is its coverage by the sample or the face (less the features) times its colour
+       fit (:data:`WEIGHT_FULL`, :data:`WEIGHT_ZERO`). The grid's weights are interpolated back to the
+       image's pixels.
+
+    Before colorimetry-5.0.0 each pixel of the analysed image was in or out (2.5 robust sigmas, the
+    forehead in or out at :data:`REGION_MAX_DELTA_E`): pixels near a cut flipped with the photo's size,
+    and they are the shaded or lit ones, so the measured colour moved with the size (issue 21).
+
+    Returns
+    -------
+    tuple
+        ``(weights, sampled)``: ``H x W`` float32 weights and the sample's area in image pixels.
     """
-    if not index.size:
-        return
+    import cv2
+
     height, width = rgb.shape[:2]
-    both = np.concatenate([index, face])
-    ys, xs = np.divmod(both, width)
-    sigma = CHROMA_SMOOTHING * eye_distance
-    pad = int(np.ceil(3 * sigma))
-    y0, y1 = max(0, int(ys.min()) - pad), min(height, int(ys.max()) + 1 + pad)
-    x0, x1 = max(0, int(xs.min()) - pad), min(width, int(xs.max()) + 1 + pad)
-    lab_part = _smoothed_lab(rgb, slice(y0, y1), slice(x0, x1), sigma)
-    ys_local, xs_local = ys - y0, xs - x0
-    lab_all = lab_part[:, ys_local, xs_local]
-    lab, lab_face = lab_all[:, : index.size], lab_all[:, index.size :]
-    keep = np.ones(index.size, dtype=bool)
+    weights = np.zeros((height, width), dtype=np.float32)
+    if not eye_distance > 0:
+        return weights, 0
+    points = np.concatenate([face, *samples])
+    pad = 3 * CHROMA_SMOOTHING * eye_distance + 2
+    x0 = max(0, int(np.floor(points[:, 0].min() - pad)))
+    y0 = max(0, int(np.floor(points[:, 1].min() - pad)))
+    x1 = min(width, int(np.ceil(points[:, 0].max() + pad)) + 1)
+    y1 = min(height, int(np.ceil(points[:, 1].max() + pad)) + 1)
+    if x1 <= x0 or y1 <= y0:
+        return weights, 0
+    scale = CANONICAL_EYE_DISTANCE / eye_distance
+    cw, ch = max(1, round((x1 - x0) * scale)), max(1, round((y1 - y0) * scale))
+    sx, sy = cw / (x1 - x0), ch / (y1 - y0)
+    interpolation = cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR
+    linear = cv2.resize(np.take(_LINEAR_F32, rgb[y0:y1, x0:x1]), (cw, ch), interpolation=interpolation)
+    linear = linear.reshape(ch, cw, 3)
+    L, a, b = _lab_from_linear(*(np.ascontiguousarray(linear[..., c]).reshape(-1) for c in range(3)))
+    grid_lab = np.stack([L, a, b]).reshape(3, ch, cw)
+    for channel, sigma in ((0, LIGHTNESS_SMOOTHING), (1, CHROMA_SMOOTHING), (2, CHROMA_SMOOTHING)):
+        if sigma <= 0:
+            continue
+        grid_lab[channel] = cv2.GaussianBlur(
+            grid_lab[channel], (0, 0), sigma * CANONICAL_EYE_DISTANCE, borderType=cv2.BORDER_REFLECT
+        )
+    lab = grid_lab.reshape(3, -1)
+
+    def to_grid(polygon: np.ndarray) -> np.ndarray:
+        return np.asarray((polygon - np.array([x0, y0]) + 0.5) * np.array([sx, sy]) - 0.5)
+
+    allowed = np.ones(ch * cw, dtype=np.float32)
+    if opaque is not None:
+        part = opaque[y0:y1, x0:x1].astype(np.float32)
+        allowed = cv2.resize(part, (cw, ch), interpolation=interpolation).reshape(-1)
+    sample_cover = [_coverage((ch, cw), [to_grid(p)]).reshape(-1) * allowed for p in samples]
+    sampled = int(round(sum(float(c.sum()) for c in sample_cover) / (sx * sy)))
+    face_cover = _coverage((ch, cw), [to_grid(face)]).reshape(-1)
+    if excluded:
+        face_cover *= 1.0 - _coverage((ch, cw), [to_grid(p) for p in excluded]).reshape(-1)
+    where = np.maximum(face_cover * allowed, np.maximum.reduce(sample_cover))
+    index, sample_weight = _sample_with_forehead_weight(lab, [np.flatnonzero(c >= 0.5) for c in sample_cover])
+    model = _colour_model(lab[:, index], sample_weight) if index.size else None
+    if model is None:
+        return weights, sampled
+    grid = (where * _fit(lab, *model)).astype(np.float32).reshape(ch, cw)
+    back = cv2.resize(grid, (x1 - x0, y1 - y0), interpolation=cv2.INTER_LINEAR)
+    if opaque is not None:
+        back *= opaque[y0:y1, x0:x1]
+    weights[y0:y1, x0:x1] = back
+    return weights, sampled
+
+
+def _weighted_median(values: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """Per row of ``values`` (k x n), the weighted median (``weight``: n, not all 0)."""
+    order = np.argsort(values, axis=1, kind="stable")
+    cumulative = np.cumsum(weight[order], axis=1)
+    position = np.array([np.searchsorted(row, row[-1] / 2) for row in cumulative])
+    return np.asarray(np.take_along_axis(values, order, axis=1)[np.arange(values.shape[0]), position])
+
+
+def _colour_model(sample: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The face's colour: weighted median and robust spread (1.4826 x weighted MAD, floored) of the
+    sample's L*, a*, b*, computed twice, the second time with each pixel also weighted by its fit to the
+    first (:func:`_fit`). None when nothing is left."""
+    current = weight.astype(np.float64)
     for _ in range(2):
-        kept = lab[:, keep]
-        centre = np.median(kept, axis=1)
-        mad = np.median(np.abs(kept - centre[:, None]), axis=1)
+        if not current.sum() > 0:
+            return None
+        centre = _weighted_median(sample, current)
+        mad = _weighted_median(np.abs(sample - centre[:, None]), current)
         spread = np.maximum(1.4826 * mad, _SIGMA_FLOOR)
-        keep = np.all(np.abs(lab - centre[:, None]) <= REFINE_SIGMAS * spread[:, None], axis=0)
-        if not keep.any():
-            return
-    mask.reshape(-1)[index[keep]] = True
-    if face.size:
-        fits = np.all(np.abs(lab_face - centre[:, None]) <= REFINE_SIGMAS * spread[:, None], axis=0)
-        mask.reshape(-1)[face[fits]] = True
+        current = weight * _fit(sample, centre, spread)
+    return centre, spread
 
 
-def _consistent_regions(flat: np.ndarray, regions: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """The pixels of the regions that agree with the cheeks, and their L*, a*, b* (3 x N).
+def _fit(lab: np.ndarray, centre: np.ndarray, spread: np.ndarray) -> np.ndarray:
+    """Colour weight of each column of ``lab``: 1 within :data:`WEIGHT_FULL` robust sigmas (the largest of
+    L*, a*, b*), 0 beyond :data:`WEIGHT_ZERO`, linear between."""
+    z = np.max(np.abs(lab - centre[:, None]) / spread[:, None], axis=0)
+    return np.asarray(np.clip((WEIGHT_ZERO - z) / (WEIGHT_ZERO - WEIGHT_FULL), 0.0, 1.0))
 
-    The cheeks are the reference (hair rarely covers them); the forehead is kept
-    only when its median colour is within :data:`REGION_MAX_DELTA_E` of the
-    cheeks' (a fringe of hair close to the skin's colour would otherwise pass the
-    per-pixel refinement when it fills half the sample).
-    """
-    labs = [_lab_of(flat, index) for index in regions]
-    forehead, cheeks = (regions[0], labs[0]), (np.concatenate(regions[1:]), np.concatenate(labs[1:], axis=1))
-    if not cheeks[0].size:
-        return forehead
-    if forehead[0].size:
-        difference = np.median(forehead[1], axis=1) - np.median(cheeks[1], axis=1)
-        if float(np.sqrt((difference**2).sum())) <= REGION_MAX_DELTA_E:
-            return np.concatenate([forehead[0], cheeks[0]]), np.concatenate([forehead[1], cheeks[1]], axis=1)
-    return cheeks
+
+def _sample_with_forehead_weight(lab: np.ndarray, regions: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The sample's pixels (cheeks, then the forehead) and their weights: 1 for the cheeks (hair rarely
+    covers them); for the forehead a weight falling with the distance (Delta E 1976) of its median colour
+    from the cheeks' (a fringe of hair close to the skin's colour would otherwise pass the per-pixel fit
+    when it fills half the sample), around :data:`REGION_MAX_DELTA_E`."""
+    forehead, cheeks = regions[0], np.concatenate(regions[1:])
+    if not cheeks.size:
+        return forehead, np.ones(forehead.size)
+    forehead_weight = 0.0
+    if forehead.size:
+        difference = np.median(lab[:, forehead], axis=1) - np.median(lab[:, cheeks], axis=1)
+        distance = float(np.sqrt((difference**2).sum()))
+        forehead_weight = min(1.0, max(0.0, (REGION_MAX_DELTA_E + FOREHEAD_RAMP - distance) / (2 * FOREHEAD_RAMP)))
+    weight = np.concatenate([np.ones(cheeks.size), np.full(forehead.size, forehead_weight)])
+    return np.concatenate([cheeks, forehead]), weight

@@ -31,8 +31,12 @@ The pipeline (the decoding follows MediaPipe's graphs, ``face_detection_*_common
 3. **Skin.** Forehead and both cheeks are polygons of mesh points (:data:`SAMPLE_POLYGONS`); the face's
    area is the mesh's face oval less the eyes, brows and lips (each polygon grown by
    :data:`FEATURE_MARGIN` of the eye distance). Then the same refinement by the face's own colour as the
-   cascade detector's (:func:`colorimetry.face.refine_by_face_colour`): the two detectors differ only in
-   where they look.
+   cascade detector's, on a grid fixed on the face, with weights (:func:`colorimetry.face.canonical_skin_weights`,
+   colorimetry-5.0.0): the two detectors differ only in where they look.
+
+Since colorimetry-5.0.0 a ROI more than 1.5x the mesh's 192 px input is area-averaged to that scale before
+the warp (:func:`_mesh`): a bilinear warp alone sampled a 12 MP face at a few of its pixels, and the
+points moved with the photo's size (issue 21).
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ from typing import TypedDict
 
 import numpy as np
 
-from .face import FaceSkin, _consistent_regions, refine_by_face_colour
+from .face import FaceSkin, canonical_skin_weights
 
 __all__ = [
     "LANDMARK_DETECTOR_NAME",
@@ -336,13 +340,30 @@ def _mesh(rgb: np.ndarray, centre: np.ndarray, side: float, angle: float) -> tup
     import cv2
 
     size = 192
-    matrix = _roi_transform(centre, side, angle, size)
-    crop = cv2.warpAffine(rgb, matrix, (size, size), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT)
+    # A ROI larger than the mesh's input is first area-averaged to its scale (a bilinear warp alone
+    # samples a 12 MP face at a few of its pixels: aliasing that moved the points with the resolution).
+    origin, factor = np.zeros(2), np.ones(2)
+    source = rgb
+    if side > 1.5 * size:
+        height, width = rgb.shape[:2]
+        half = 0.75 * side + 2
+        x0, y0 = max(0, int(centre[0] - half)), max(0, int(centre[1] - half))
+        x1, y1 = min(width, int(centre[0] + half) + 1), min(height, int(centre[1] + half) + 1)
+        if x1 > x0 and y1 > y0:
+            k = size / side
+            new_size = (max(1, round((x1 - x0) * k)), max(1, round((y1 - y0) * k)))
+            source = cv2.resize(rgb[y0:y1, x0:x1], new_size, interpolation=cv2.INTER_AREA)
+            origin = np.array([x0, y0], dtype=np.float64)
+            factor = np.array([new_size[0] / (x1 - x0), new_size[1] / (y1 - y0)])
+    local_centre = (centre - origin + 0.5) * factor - 0.5
+    matrix = _roi_transform(local_centre, side * float(factor.mean()), angle, size)
+    crop = cv2.warpAffine(source, matrix, (size, size), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT)
     raw_points, raw_score = _model(MESH_MODEL)(crop.astype(np.float32) / 255.0)
     score = 1.0 / (1.0 + math.exp(-max(-_RAW_SCORE_LIMIT, min(_RAW_SCORE_LIMIT, float(raw_score.reshape(-1)[-1])))))
     local = raw_points.reshape(-1, 3)[:, :2].astype(np.float64)
     inverse = cv2.invertAffineTransform(matrix)
-    return score, local @ inverse[:, :2].T + inverse[:, 2]
+    in_source = local @ inverse[:, :2].T + inverse[:, 2]
+    return score, (in_source + 0.5) / factor - 0.5 + origin
 
 
 def _eye_angle(right_eye: np.ndarray, left_eye: np.ndarray) -> float:
@@ -443,22 +464,13 @@ def landmark_skin_mask(rgb: np.ndarray, opaque: np.ndarray | None = None) -> Fac
         return FaceSkin(mask, None, 0, 0, "")
     face = faces[0]
     points = face.points
-    allowed = None if opaque is None else opaque.reshape(-1)
-    flat = rgb.reshape(-1, 3)
-    regions = []
-    for polygon in SAMPLE_POLYGONS:
-        index = np.flatnonzero(_polygon_mask((height, width), points[list(polygon)]))
-        if allowed is not None:
-            index = index[allowed[index]]
-        regions.append(index)
-    sampled = int(sum(index.size for index in regions))
-    index, _ = _consistent_regions(flat, regions)
-    area = _polygon_mask((height, width), points[list(FACE_OVAL)])
     eye_distance = float(np.hypot(*(points[list(LEFT_EYE)].mean(axis=0) - points[list(RIGHT_EYE)].mean(axis=0))))
-    for feature in (LEFT_EYE, RIGHT_EYE, LEFT_BROW, RIGHT_BROW, LIPS):
-        area &= ~_polygon_mask((height, width), _grown(points[list(feature)], FEATURE_MARGIN * eye_distance))
-    face_index = np.flatnonzero(area)
-    if allowed is not None:
-        face_index = face_index[allowed[face_index]]
-    refine_by_face_colour(mask, rgb, index, face_index, eye_distance)
-    return FaceSkin(mask, face.box, len(faces), sampled, f"face_mesh:{face.detector}")
+    excluded = [
+        _grown(points[list(feature)], FEATURE_MARGIN * eye_distance)
+        for feature in (LEFT_EYE, RIGHT_EYE, LEFT_BROW, RIGHT_BROW, LIPS)
+    ]
+    weights, sampled = canonical_skin_weights(
+        rgb, opaque, [points[list(p)] for p in SAMPLE_POLYGONS], points[list(FACE_OVAL)], excluded, eye_distance
+    )
+    mask = weights >= 0.5
+    return FaceSkin(mask, face.box, len(faces), sampled, f"face_mesh:{face.detector}", weights)
