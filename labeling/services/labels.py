@@ -72,8 +72,14 @@ def selection_clean(
         skip_reason=(skip_reason or "").strip(),
     )
     submit_rules.enforce(submit, "selection", lenient=allow_invalid)
+    return _selection_of(submit)
+
+
+def _selection_of(submit: Submit) -> Selection:
+    """The selection an answer that passed the ``selection`` rules stores (a skip keeps "uncertain" only
+    where the project offers it; a tone given twice is one tone)."""
     if submit.skip_reason:
-        return Selection(None, None, submit.uncertain and project.offer_uncertain, submit.skip_reason)
+        return Selection(None, None, submit.uncertain and submit.project.offer_uncertain, submit.skip_reason)
     values = submit.values
     return Selection(values[0], values[1] if len(values) == 2 else None, submit.uncertain, "")
 
@@ -190,7 +196,9 @@ def label_submit(
             raise ValidationError({"time_spent_ms": "A whole number of milliseconds."}) from None
         submit_rules.enforce(submit, "time")
         time_spent_ms = submit.time_spent_ms
-        selection = selection_clean(phase=phase, tones=tones, uncertain=uncertain, skip_reason=skip_reason)
+        # The answer's rules see the whole submit here (selection_clean checks a lead's correction or an import).
+        submit_rules.enforce(submit, "selection")
+        selection = _selection_of(submit)
         submit.tone_order = order = _parse_tone_order(tone_order)
         submit_rules.enforce(submit, "tone_order")
     except ValidationError:

@@ -43,7 +43,9 @@ from ..models import Membership, Phase
 MAX_TIME_SPENT_MS = 6 * 3600 * 1000
 MAX_CLIENT_INFO_KEYS = 40
 
-#: The general path enforces the groups in this order (the order of its messages).
+#: The general path enforces the groups in this order (the order of its messages). The ``selection``
+#: rules also check a lead's correction and an imported label (``labels.selection_clean``): there they
+#: see the answer, the phase and the project only.
 GROUPS = ("requester", "phase", "time", "selection", "tone_order", "assignment")
 
 #: Where a rule's SQL goes in the fast statements (None: a rule on the answer alone, checked in Python).

@@ -6,6 +6,7 @@ The general path's half runs on SQLite and PostgreSQL; the fast statement's on P
 (``bin/test-submit`` locally, CI's second stage).
 """
 
+import dataclasses
 import json
 import runpy
 import uuid
@@ -49,6 +50,10 @@ HASTY = Rule(
     field="time_spent_ms",
 )
 
+#: The same, among the answer's rules (the group a lead's corrections and imports share).
+HASTY_SELECTION = dataclasses.replace(HASTY, name="uncertain_takes_time_selection", group="selection")
+EXTRA_RULES = [PAUSED, HASTY, HASTY_SELECTION]
+
 
 def test_a_rule_on_the_database_cannot_be_declared_without_its_sql():
     with pytest.raises(ValueError, match="sql"):
@@ -89,7 +94,7 @@ def _body(phase, membership, **answer) -> dict:
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("rule", [PAUSED, HASTY], ids=lambda r: r.name)
+@pytest.mark.parametrize("rule", EXTRA_RULES, ids=lambda r: r.name)
 def test_a_rule_added_to_the_table_binds_the_general_path(phase, labelers, client_for, monkeypatch, rule):
     api = client_for(labelers[0].user)
     url = f"/api/phases/{phase.id}/labels/?format=json"  # the general view (the fast route leaves it alone)
@@ -121,7 +126,7 @@ def test_the_general_paths_service_refuses_by_the_table(phase, labelers, monkeyp
 
 @postgresql_only
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("rule", [PAUSED, HASTY], ids=lambda r: r.name)
+@pytest.mark.parametrize("rule", EXTRA_RULES, ids=lambda r: r.name)
 def test_a_rule_added_to_the_table_binds_the_fast_statement(phase, labelers, client_for, monkeypatch, rule):
     """The fast statement itself stores nothing under the extra rule (so the general view answers its
     refusal), and stores the same answer without it."""
