@@ -91,8 +91,33 @@ def upload_file(path: Path | str, name: str, storage: Storage | None = None, *, 
     storage = storage or default_storage
     if replace and storage.exists(name):
         storage.delete(name)
+    if hasattr(storage, "bucket") and hasattr(storage, "_get_write_parameters"):
+        return _s3_upload_file(storage, Path(path), name)
     with open(path, "rb") as handle:
         return storage.save(name, File(handle, name=os.path.basename(name)))
+
+
+#: A large file's upload to S3: parts of 8 MiB, at most 4 at once (the memory of an upload: about 4 parts).
+UPLOAD_PART_BYTES = 8 * 1024 * 1024
+UPLOAD_CONCURRENCY = 4
+
+
+def _s3_upload_file(storage: Storage, path: Path, name: str) -> str:
+    """Upload a local file by its path: s3transfer reads each part from the file when it sends it (through
+    ``storage.save`` it would read an unseekable wrapper, buffering parts in memory)."""
+    from boto3.s3.transfer import TransferConfig  # type: ignore[import-untyped]
+    from storages.utils import clean_name  # type: ignore[import-untyped]
+
+    cleaned = clean_name(name)
+    key = storage._normalize_name(cleaned)  # type: ignore[attr-defined]
+    params = storage._get_write_parameters(key)  # type: ignore[attr-defined]
+    config = TransferConfig(
+        multipart_threshold=UPLOAD_PART_BYTES,
+        multipart_chunksize=UPLOAD_PART_BYTES,
+        max_concurrency=UPLOAD_CONCURRENCY,
+    )
+    storage.bucket.Object(key).upload_file(str(path), ExtraArgs=params, Config=config)  # type: ignore[attr-defined]
+    return str(cleaned)
 
 
 def upload_tree(root: Path | str, prefix: str, storage: Storage | None = None) -> list[str]:
