@@ -260,7 +260,10 @@ def test_the_consensus_tables_beside_their_plots_are_not_cut(page, live_server, 
     sign_in(page, live_server, "lead")
     cal2 = Phase.objects.get(project=retest, kind="calibration_2")
     page.goto(f"{live_server.url}/projects/{retest.id}/consensus/?phase={cal2.id}")
-    for section, table in (("Test-retest (calibration 1", "#test-retest"), ("Agreement per tone band in", "#bias-bands")):
+    for section, table in (
+        ("Test-retest (calibration 1", "#test-retest"),
+        ("Agreement per tone band in", "#bias-bands"),
+    ):
         fold = page.locator("details.fold", has=page.locator(":scope > summary", has_text=section))
         fold.locator(":scope > summary").click()
         expect(page.locator(table)).to_be_visible()
