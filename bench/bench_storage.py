@@ -229,6 +229,8 @@ def bench_release(server, n_images: int, places=("local disk", "S3 bucket")) -> 
                 f"    {where:<11}: {result['total_seconds']:6.1f} s ({wall:.1f} s with start-up), peak RSS "
                 f"{peak:4.0f} MB (goal <= {RSS_GOAL_MB}: {'met' if peak <= RSS_GOAL_MB else 'NOT met'}){extra}"
             )
+            for name, block in result["stages"].items():
+                print(f"      {name:<45} {block['seconds']:7.1f} s   peak RSS {block['peak_rss_mb']:5.0f} MB")
     finally:
         shutil.rmtree(media, ignore_errors=True)
 
