@@ -46,6 +46,7 @@ SECTIONS = (
     "Labelers",
     "Labeling process",
     "Agreement",
+    "Agreement per tone band",
     "Test-retest",
     "Final labels",
     "Labels vs ITA",
