@@ -213,6 +213,8 @@ def _bca_endpoints(
 _BOOTSTRAP_CHUNK = 250
 # The item route holds at most this many drawn units at once (rows x units).
 _ITEM_BLOCK = 2_000_000
+# The sparse sums hold at most this many products at once (8 bytes each: 32 MB).
+_SPARSE_BLOCK = 4_000_000
 # The Poisson route lowers the expected total by this many standard deviations (see _multinomial_rows).
 _POISSON_MARGIN = 3.0
 
@@ -296,8 +298,13 @@ class _Contributions:
             return weights.astype(np.float64) @ self.dense
         out = np.zeros((weights.shape[0], self.dense.shape[1]))
         if self.starts.size:
-            products = np.ascontiguousarray(weights.T)[self.kind] * self.value
-            out[:, self.columns] = np.add.reduceat(products, self.starts, axis=0).T
+            # The gathered products are (nonzero entries x rows): a block of rows at a time keeps them
+            # under _SPARSE_BLOCK values (50,000 subjects' contributions x 250 resamples were 3 GB at once).
+            step = max(1, _SPARSE_BLOCK // self.kind.size)
+            for start in range(0, weights.shape[0], step):
+                block = np.ascontiguousarray(weights[start : start + step].T)
+                products = block[self.kind] * self.value
+                out[start : start + step, self.columns] = np.add.reduceat(products, self.starts, axis=0).T
         return out
 
 
@@ -325,8 +332,10 @@ def _pattern_bootstrap_many(
     total = frequency.astype(np.float64) @ parts.dense
     rng = np.random.default_rng(seed)
     resampled = np.empty((len(statistics), n_resamples))
-    for start in range(0, n_resamples, _BOOTSTRAP_CHUNK):
-        size = min(_BOOTSTRAP_CHUNK, n_resamples - start)
+    # Fewer resamples per block when the kinds are many (50,000 subjects: 40 rows, 16 MB of counts).
+    chunk = max(1, min(_BOOTSTRAP_CHUNK, _ITEM_BLOCK // max(frequency.size, 1)))
+    for start in range(0, n_resamples, chunk):
+        size = min(chunk, n_resamples - start)
         sums = parts.sums(_multinomial_rows(rng, frequency, size))
         for i, statistic in enumerate(statistics):
             resampled[i, start : start + size] = statistic(sums)
@@ -527,8 +536,15 @@ def bootstrap_alpha_levels(
     else:
         # A cluster contributes the sum of its items' coincidences; identical clusters are one kind.
         _, cluster_index = np.unique(group, return_inverse=True)
+        cluster_index = cluster_index.ravel()
         per_cluster = np.zeros((int(cluster_index.max()) + 1, rows.size))
-        np.add.at(per_cluster, cluster_index.ravel(), upper_contributions(pairable))
+        # Items' contributions a block at a time: all at once (with their temporaries) were 1 GB at
+        # 250,000 items of 19 values.
+        step = max(1, _ITEM_BLOCK // max(rows.size, 1))
+        for start in range(0, n_items, step):
+            np.add.at(
+                per_cluster, cluster_index[start : start + step], upper_contributions(pairable[start : start + step])
+            )
         contributions, frequency = np.unique(per_cluster, axis=0, return_counts=True)
     results = _pattern_bootstrap_many(
         contributions,
