@@ -719,8 +719,10 @@ def kappa_matrix_intervals(
     n_resamples: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
+    clusters: npt.ArrayLike | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """BCa bootstrap intervals of ``kappa_matrix``'s pairwise kappas (items in common resampled).
+    """BCa bootstrap intervals of ``kappa_matrix``'s pairwise kappas (items in common resampled, or
+    whole ``clusters`` of items, e.g. one person's photos, when given: see :func:`bootstrap_cohen_kappa`).
 
     Returns
     -------
@@ -745,6 +747,7 @@ def kappa_matrix_intervals(
                 n_resamples=n_resamples,
                 confidence=confidence,
                 seed=seed,
+                clusters=clusters,
             )
             if math.isnan(result.estimate):
                 continue

@@ -69,7 +69,7 @@ def phase_summary_compute(phase: Phase, *, n_tones: int, allow_pairs: bool = Tru
         "agreement_intervals": _rate_intervals(table, several, reason),
         **_spread(table, values.T, several),
         "label_distribution": _label_distribution(data, values, invalid_cells, categories, n_tones),
-        "kappa": _kappa_block(values.T, data.labeler_ids.tolist(), categories),
+        "kappa": _kappa_block(values.T, data.labeler_ids.tolist(), categories, clusters=clusters),
         "per_labeler": labelers_statistics(data, values, categories, invalid_cells, reason, clusters=clusters),
         "tone_bands": tone_band_block(values.T, data.labeler_ids.tolist(), n_tones=n_tones, clusters=clusters),
         "flags": {
@@ -383,10 +383,13 @@ def _add_tone_shares(result: dict, n_tones: int) -> None:
     result["under_represented_threshold"] = num(threshold, 4)
 
 
-def _kappa_block(reliability: np.ndarray, labeler_ids: list[int], categories: np.ndarray) -> dict:
+def _kappa_block(
+    reliability: np.ndarray, labeler_ids: list[int], categories: np.ndarray, *, clusters: np.ndarray | None = None
+) -> dict:
     """Labeler x labeler quadratic-weighted kappa over the full value range, with the images in common.
 
-    ``low`` and ``high``: each kappa's BCa bootstrap 95% interval over the images in common; a kappa
+    ``low`` and ``high``: each kappa's BCa bootstrap 95% interval over the images in common (over the
+    people, when ``clusters`` says which photos show the same person); a kappa
     whose interval is wider than ``MAX_COEFFICIENT_WIDTH`` (or has no width over fewer than
     ``ZERO_WIDTH_MIN_IMAGES`` images in common) is None in ``matrix`` ("too little data", ``too_wide``
     True) with its interval kept.
@@ -396,7 +399,12 @@ def _kappa_block(reliability: np.ndarray, labeler_ids: list[int], categories: np
     if labeler_ids:
         kappa = agreement.kappa_matrix(reliability, categories, min_common=MIN_IMAGES)
         low, high = agreement.kappa_matrix_intervals(
-            reliability, categories, min_common=MIN_IMAGES, n_resamples=N_RESAMPLES, confidence=CONFIDENCE
+            reliability,
+            categories,
+            min_common=MIN_IMAGES,
+            n_resamples=N_RESAMPLES,
+            confidence=CONFIDENCE,
+            clusters=clusters,
         )
     else:
         kappa = low = high = np.zeros((0, 0))
@@ -416,5 +424,6 @@ def _kappa_block(reliability: np.ndarray, labeler_ids: list[int], categories: np
         "min_common": MIN_IMAGES,
         "max_width": MAX_COEFFICIENT_WIDTH,
         "interval": INTERVAL_METHOD,
+        "resampled": "subjects" if clusters is not None else "images",
         "categories": categories.tolist(),
     }
