@@ -249,8 +249,19 @@ def alpha_block(
     kept for the release's streamed data card, which passes it.
     """
     del lean  # both levels use the pattern bootstrap now
-    if n_images < max(MIN_IMAGES, numbers.COEFFICIENT_MIN_UNITS):
-        reason = too_little(n_images) if n_images < MIN_IMAGES else below_floor(n_images, "images with 2+ labels")
+    # The floor counts what the interval resamples: people, when several photos show one person.
+    n_people = None
+    if clusters is not None and counts.size:
+        n_people = int(np.unique(np.asarray(clusters)[counts.sum(axis=1) >= 2]).size)
+    if n_images < MIN_IMAGES:
+        reason = too_little(n_images)
+    elif n_people is not None and n_people < numbers.COEFFICIENT_MIN_UNITS:
+        reason = below_floor(n_people, "people in the images with 2+ labels")
+    elif n_images < numbers.COEFFICIENT_MIN_UNITS:
+        reason = below_floor(n_images, "images with 2+ labels")
+    else:
+        reason = None
+    if reason is not None:
         return {
             "ordinal": coefficient_stat(math.nan, None, None, n_images, reason=reason, interpretation=None),
             "interval": coefficient_stat(math.nan, None, None, n_images, reason=reason),
