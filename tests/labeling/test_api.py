@@ -465,3 +465,23 @@ def test_a_tone_order_with_duplicates_is_refused(project, labelers, lead, client
         f"/api/projects/{project.id}/", {"tone_order": [1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]}, format="json"
     )
     assert r.status_code == 400, r.content  # a bad order would block every submit
+
+
+def test_text_under_a_files_name_is_refused_and_nothing_imported(project, lead, client_for):
+    """A text field named like an upload (archive, manifest, files) is a 400 naming it, not ignored while the
+    rest of the request is imported (schemathesis's negative run found the import accepted)."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    api = client_for(lead)
+    for name in ("archive", "manifest", "files"):
+        r = api.post(
+            f"/api/projects/{project.id}/imports/",
+            {"files": [SimpleUploadedFile("a.png", png_bytes())], name: "not a file"}
+            if name != "files"
+            else {"files": "not a file"},
+            format="multipart",
+        )
+        assert r.status_code == 400 and name in r.json(), (name, r.content)
+    r = api.post(f"/api/projects/{project.id}/imports/", {"archive": "x"}, format="json")
+    assert r.status_code == 400 and "archive" in r.json()
+    assert project.images.count() == 0

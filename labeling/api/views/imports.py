@@ -25,7 +25,12 @@ def _import_from_request(project: Project, request) -> ImportBatch:
     files = request.FILES.getlist("files")
     archive = request.FILES.get("archive")
     manifest = request.FILES.get("manifest")
-    data = request.data if isinstance(request.data, dict) else {}
+    data = request.data if hasattr(request.data, "get") else {}
+    for name in ("files", "archive", "manifest"):
+        # Text under a file's name (a form field, or JSON) is a mistake to name, not an upload to ignore:
+        # the rest of the request would otherwise be imported as if it were all (schemathesis found it).
+        if name in data and name not in request.FILES:
+            raise ValidationError({name: "A file sent as multipart/form-data, not text."})
     folder = data.get("folder") or None
     if folder is not None and not isinstance(folder, str):
         raise ValidationError({"folder": "A folder path on the server."})
