@@ -482,6 +482,13 @@ def test_text_under_a_files_name_is_refused_and_nothing_imported(project, lead, 
             format="multipart",
         )
         assert r.status_code == 400 and name in r.json(), (name, r.content)
+    # A file and a text part under one name (the text would have been dropped silently).
+    r = api.post(
+        f"/api/projects/{project.id}/imports/",
+        {"files": [SimpleUploadedFile("a.png", png_bytes()), "text"]},
+        format="multipart",
+    )
+    assert r.status_code == 400 and "files" in r.json(), r.content
     r = api.post(f"/api/projects/{project.id}/imports/", {"archive": "x"}, format="json")
     assert r.status_code == 400 and "archive" in r.json()
     assert project.images.count() == 0

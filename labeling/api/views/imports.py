@@ -2,6 +2,7 @@
 
 from rest_framework import mixins, viewsets
 from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.request import is_form_media_type
 
 from ... import selectors
 from ...models import ImportBatch, Membership, Project
@@ -29,7 +30,7 @@ def _import_from_request(project: Project, request) -> ImportBatch:
     for name in ("files", "archive", "manifest"):
         # Text under a file's name (a form field, or JSON) is a mistake to name, not an upload to ignore:
         # the rest of the request would otherwise be imported as if it were all (schemathesis found it).
-        if name in data and name not in request.FILES:
+        if name in request.POST or (not is_form_media_type(request.content_type or "") and name in data):
             raise ValidationError({name: "A file sent as multipart/form-data, not text."})
     folder = data.get("folder") or None
     if folder is not None and not isinstance(folder, str):
