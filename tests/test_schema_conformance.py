@@ -178,6 +178,29 @@ def wsgi_app():
         request_finished.connect(close_old_connections)
 
 
+def _binary_part_false_alarm(operation, failure: Failure) -> bool:
+    """A multipart body whose ``format: binary`` field schemathesis filled with a non-bytes value (7, a
+    list): on the wire that is a file part of a few bytes, and any bytes are binary, so the server cannot
+    tell it from a real file (a manifest containing "7" is read, found to lack a ``file`` column, and kept as
+    a failed batch with its reason, as the import documents). Every other negative case stays checked."""
+    multipart = any(body.media_type.startswith("multipart/") for body in operation.body)
+    return (
+        multipart
+        and "violates `format`" in str(failure.message)
+        and str(failure.title).startswith("Schema-violating request accepted")
+    )
+
+
+def _nul_refusal(failure: Failure, response) -> bool:
+    """A generated "valid" string holding U+0000: the app refuses NUL in every parameter at the edge (issue
+    26, a 400 saying so; tests/labeling/test_nul_refused.py), which the schema's plain strings cannot say."""
+    return (
+        str(failure.title).startswith("Schema-valid request rejected")
+        and response.status_code == 400
+        and b"NUL characters (U+0000) are not allowed" in response.content
+    )
+
+
 def _failure_line(failure: Failure) -> str:
     message = " ".join(str(failure.message).split())
     return f"{failure.title}: {message[:160]}"
@@ -296,6 +319,8 @@ def _schema_run(wsgi_app, positive: int, negative: int, unknown: int, hostile=No
                     if VERBOSE:
                         detail = f" <- {case.query} {str(case.body)[:150]} -> {response.content[:200]!r}"
                     for failure in group:
+                        if _binary_part_false_alarm(operation, failure) or _nul_refusal(failure, response):
+                            continue
                         failures[(operation.label, role)][_failure_line(failure) + detail] += 1
                 finally:
                     transaction.set_rollback(True)
