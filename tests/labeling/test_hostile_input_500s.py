@@ -113,3 +113,9 @@ def test_the_data_manager_filter_takes_no_django_lookups(project, lead, client_f
     add_images(project, 1)
     r = quiet(client_for(lead)).get(f"/api/projects/{project.id}/data/", {"attr": attr})
     assert r.status_code == 400 and "equality only" in str(r.json()["attr"])
+
+
+def test_a_gate_named_by_a_number_is_a_400(project, lead, client_for):
+    """POST evaluation-gates with ``"name": 5`` answered 500 ('int' has no strip; the deep schema run)."""
+    r = client_for(lead).post(f"/api/projects/{project.id}/evaluation-gates/", {"name": 5, "rules": {}}, format="json")
+    assert r.status_code == 400 and "name" in r.json(), r.content

@@ -196,6 +196,8 @@ def gate_rules_clean(data: dict[str, Any]) -> dict[str, Any]:
 
 def gate_create(project: Project, user, name: str, rules: dict[str, Any]) -> EvaluationGate:
     project_refuse_if_archived(project.pk, "change its gates")
+    if name is not None and not isinstance(name, str):  # a JSON number or list (the deep schema run: a 500)
+        raise ValidationError({"name": "A text name for the gate."})
     name = (name or "").strip()
     if not name or len(name) > 200:
         raise ValidationError({"name": "Give the gate a name (at most 200 characters)."})
