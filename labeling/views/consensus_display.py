@@ -89,13 +89,25 @@ def summary_context(selected: dict | None) -> dict | None:
 
     with_bias = [r for r in labelers if value(r["bias"]["mean_diff"]) is not None]
     with_change = [r for r in labelers if value(r.get("alpha_change")) is not None]
-    biased = max(with_bias, key=lambda r: abs(value(r["bias"]["mean_diff"])), default=None)
+    # Read from the intervals: the labeler whose interval lies furthest from 0 when any excludes it,
+    # else the largest point (said to be within chance).
+    shown = [r for r in with_bias if r["bias"]["mean_diff"].get("reading") in ("deeper", "lighter")]
+
+    def distance(r: dict) -> float:
+        b = r["bias"]["mean_diff"]
+        return b["low"] if b["low"] > 0 else -b["high"]
+
+    if shown:
+        biased = max(shown, key=distance)
+    else:
+        biased = max(with_bias, key=lambda r: abs(value(r["bias"]["mean_diff"])), default=None)
     raises = max(with_change, key=lambda r: value(r["alpha_change"]), default=None)
     return {
         "cells": [
             {"label": label, "s": _agreement_cell(selected, path), "fmt": fmt} for label, path, fmt in SUMMARY_ROWS
         ],
         "biased": biased,
+        "bias_shown": bool(shown),
         "raises": raises if raises is not None and value(raises["alpha_change"]) > 0 else None,
     }
 

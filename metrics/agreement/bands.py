@@ -23,8 +23,8 @@ Banding by the consensus conditions on the outcome, and two things follow.
 * **The bias is taken against the mean of the others, with bands chosen by all the labels.** Both choices
   keep a labeler with no bias at zero in every band: the band is then a symmetric function of every
   labeler's label, so exchangeable labelers have the same expected value in it. The tempting alternative
-  (value minus the others' *median*, banded by the others' median, as
-  :func:`~metrics.agreement.labeler_bias` with ``by_band=True`` does) regresses to the mean at the ends
+  (value minus the others' *median*, banded by the others' median, as an earlier
+  ``labeler_bias(by_band=True)`` did) regresses to the mean at the ends
   of the scale: in a seeded null (4 exchangeable labelers, noise 0.8 tones, 300 images, pairs of MST
   tones) its 95% t interval excluded 0 in 64% of the lightest band's cells and 69% of the deepest's; the
   definition here excluded it in 4-7% of every band's (``tests/metrics/test_agreement_bands.py``).

@@ -10,7 +10,6 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from ..rounding import round_half_up
 from ._data import LevelOfMeasurement, _as_reliability_data
 from .kappa import cohen_kappa_weighted
 from .krippendorff import krippendorff_alpha
@@ -103,93 +102,78 @@ def test_retest(
 test_retest.__test__ = False  # type: ignore[attr-defined]
 
 
-def _nanmedian_columns(values: np.ndarray) -> np.ndarray:
-    """``np.nanmedian(values, axis=0)`` for columns with at least one value, by one sort of the few rows.
-
-    NumPy's nanmedian goes through masked arrays for a short axis (0.1 s of CPU for 4 x 100,000); NaN
-    sorts last, so a column's middle values are at ``(count - 1) // 2`` and ``count // 2``.
-    """
-    if values.shape[1] == 0:
-        return np.zeros(0)
-    ordered = np.sort(values, axis=0)
-    count = (~np.isnan(values)).sum(axis=0)
-    low = np.take_along_axis(ordered, ((count - 1) // 2)[None, :], axis=0)[0]
-    high = np.take_along_axis(ordered, (count // 2)[None, :], axis=0)[0]
-    return np.asarray((low + high) / 2)
-
-
 def labeler_bias(
     reliability_data: npt.ArrayLike,
     *,
-    by_band: bool = False,
     labelers: Sequence[object] | None = None,
+    clusters: npt.ArrayLike | None = None,
+    confidence: float = 0.95,
 ) -> pd.DataFrame:
-    """Signed bias of each labeler against the median of the other labelers.
+    """Signed bias of each labeler against the mean of the other labelers, with its interval.
 
-    For every item a labeler labelled and at least one other labeler labelled,
-    the difference is ``value - median(values of the others)``; positive means
-    the labeler labels deeper (higher tone numbers) than the others.
+    For every item a labeler labelled and at least one other labeler labelled, the difference is
+    ``value - mean(values of the others)``; positive means the labeler labels deeper (higher tone
+    numbers) than the others. The same definition as each band's bias in
+    :func:`~metrics.agreement.agreement_by_band` (over the whole scale here; a randomised test holds the
+    two equal): against the others' mean, exchangeable labelers have an expected bias of zero, and the
+    panel's biases sum to zero on images every labeler labelled. An earlier version took the others'
+    *median* and broke it down by the band of that median, which regresses to the mean at the ends of the
+    scale (``tests/metrics/test_agreement_bands.py``); per band, use ``agreement_by_band``.
 
     Parameters
     ----------
     reliability_data : array_like, shape (n_labelers, n_items)
         Labels, ``NaN`` for missing.
-    by_band : bool
-        If true, break the bias down by tone band (where labelers differ most: Schumann et al. 2023
-        [Schumann2023]): the others' median rounded
-        half up (2.5 -> 3) to a whole tone.
     labelers : sequence, optional
         Labeler ids (default ``0..n_labelers-1``).
+    clusters : array_like, shape (n_items,), optional
+        The subject of each item: with several photos of one person, the interval is clustered by
+        subject (CR1, ``G - 1`` degrees of freedom over ``G`` subjects). Default: each item on its own.
+    confidence : float
+        Of the interval.
 
     Returns
     -------
     pandas.DataFrame
-        ``by_band=False``: indexed by labeler, columns ``n`` (items compared),
-        ``mean_diff`` (signed) and ``mean_abs_diff``; ``NaN`` means where
-        ``n == 0``. ``by_band=True``: columns ``labeler``, ``band``, ``n``,
-        ``mean_diff``, ``mean_abs_diff``, one row per labeler and observed band.
+        Indexed by labeler: ``n`` (items compared), ``n_units`` (independent units among them: subjects
+        when people repeat), ``mean_diff`` (signed) with its t interval ``low`` / ``high`` (NaN with
+        fewer than 2 units) and ``mean_abs_diff``; ``NaN`` means where ``n == 0``.
 
     Examples
     --------
     >>> labeler_bias([[2, 3, 4], [1, 2, 3], [1, 2, 3]])["mean_diff"].tolist()
     [1.0, -0.5, -0.5]
     """
+    from .bands import _cluster_t_interval, _units
+
     data = _as_reliability_data(reliability_data)
-    n_labelers = data.shape[0]
+    if data.size == 0:
+        data = np.zeros((0 if data.ndim != 2 else data.shape[0], 0))
+    n_labelers, n_items = data.shape
     names = list(range(n_labelers)) if labelers is None else list(labelers)
     if len(names) != n_labelers:
         raise ValueError("labelers must have one entry per row of reliability_data.")
-    rows: list[pd.DataFrame] = []
+    units, _ = _units(clusters, n_items)
+    n_all_units = int(units.max()) + 1 if units.size else 0
+    present = ~np.isnan(data)
+    n_valid = present.sum(axis=0)
+    filled = np.where(present, data, 0.0)
+    total = filled.sum(axis=0)
+    columns: dict[str, list[float]] = {k: [] for k in ("n", "n_units", "mean_diff", "low", "high", "mean_abs_diff")}
     for position in range(n_labelers):
-        others = np.delete(data, position, axis=0)
-        own = data[position]
-        usable = ~np.isnan(own) & (~np.isnan(others)).any(axis=0)
-        median = _nanmedian_columns(others[:, usable])
-        diff = own[usable] - median
-        rows.append(
-            pd.DataFrame(
-                {
-                    "labeler": names[position],
-                    "band": round_half_up(median),
-                    "diff": diff,
-                }
-            )
-        )
-    long = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame({"labeler": [], "band": [], "diff": []})
-    long["abs_diff"] = long["diff"].abs()
-    keys = ["labeler", "band"] if by_band else ["labeler"]
-    grouped = long.groupby(keys, sort=True)
-    table = pd.DataFrame(
-        {
-            "n": grouped["diff"].size(),
-            "mean_diff": grouped["diff"].mean(),
-            "mean_abs_diff": grouped["abs_diff"].mean(),
-        }
-    )
-    if by_band:
-        return table.reset_index()
-    table = table.reindex(pd.Index(names, name="labeler"))
-    table["n"] = table["n"].fillna(0).astype("int64")
+        usable = present[position] & (n_valid >= 2)
+        others_mean = (total[usable] - filled[position, usable]) / (n_valid[usable] - 1)
+        diff = data[position, usable] - others_mean
+        low, high, n_units = _cluster_t_interval(diff, units[usable], n_all_units, confidence)
+        columns["n"].append(diff.size)
+        columns["n_units"].append(n_units)
+        columns["mean_diff"].append(float(diff.mean()) if diff.size else math.nan)
+        columns["low"].append(low)
+        columns["high"].append(high)
+        columns["mean_abs_diff"].append(float(np.abs(diff).mean()) if diff.size else math.nan)
+    table = pd.DataFrame(columns, index=pd.Index(names, name="labeler"))
+    table["n"] = table["n"].astype("int64")
+    table["n_units"] = table["n_units"].astype("int64")
     return table
 
 

@@ -107,6 +107,28 @@ def test_alpha_without_a_labeler_resamples_people_when_photos_repeat_them(client
         assert without["value"] is not None and without["low"] <= without["value"] <= without["high"]
 
 
+def test_each_labelers_overall_bias_has_its_interval_by_the_bands_rule(client, lead, project, banded):
+    """The labelers table and the at-a-glance line show one bias: against the others' mean, with a t
+    interval clustered by person when photos repeat (metrics.agreement.labeler_bias, equal to one band
+    over the whole scale), read from the interval. L3 labels MST 8-9 one tone deeper: its overall bias
+    is positive and its interval excludes 0."""
+    body = _api(client, lead, project, banded["main"])
+    rows = {row["labeler"]: row["bias"] for row in body["selected"]["per_labeler"]}
+    l3 = rows["L3"]["mean_diff"]
+    assert l3["value"] > 0 and l3["low"] > 0 and l3["reading"] == "deeper"
+    assert l3["interval"] == "t, cluster-robust" and l3["unit"] == "images shared with other labelers"
+    assert rows["L3"]["n_units"] == (N_IMAGES // 2 if banded["per_person"] else N_IMAGES)
+    for bias in rows.values():
+        stat = bias["mean_diff"]
+        assert stat["low"] <= stat["value"] <= stat["high"]
+    # Exchangeable rule: on images every labeler labelled, the panel's biases sum to zero.
+    assert sum(b["mean_diff"]["value"] for b in rows.values()) == pytest.approx(0, abs=1e-3)
+    html = _client(client, lead).get(f"/projects/{project.pk}/consensus/?phase={banded['main'].pk}").content.decode()
+    assert "Labeler bias beyond chance: <strong>L3</strong>" in html
+    assert "Bias vs others&#x27; mean [95% CI]" in html or "Bias vs others' mean [95% CI]" in html
+    assert "median of the other" not in html
+
+
 def test_test_retest_kappas_resample_people_when_repeated_images_share_them(project, study):  # noqa: F811
     before = test_retest_compute(project)
     assert before["pooled"]["weighted_kappa"]["unit"] == "images"

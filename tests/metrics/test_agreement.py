@@ -15,11 +15,13 @@ from collections import Counter
 import krippendorff
 import numpy as np
 import pytest
+from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
 from metrics import agreement
 from metrics.agreement import (
+    agreement_by_band,
     alpha_from_counts,
     alpha_leave_one_out,
     bootstrap_alpha,
@@ -447,38 +449,70 @@ def test_test_retest_too_little_data(no_warnings):
     assert single.n == 1 and single.mean_shift == 1
 
 
-def naive_bias(data: np.ndarray) -> dict[tuple[int, float], list[float]]:
-    diffs: dict[tuple[int, float], list[float]] = {}
-    for labeler in range(data.shape[0]):
-        for item in range(data.shape[1]):
-            own = data[labeler, item]
-            others = [data[o, item] for o in range(data.shape[0]) if o != labeler and not np.isnan(data[o, item])]
-            if np.isnan(own) or not others:
-                continue
-            median = statistics.median(others)
-            band = float(int(median + 0.5))  # round half up, median > 0
-            diffs.setdefault((labeler, band), []).append(own - median)
-    return diffs
-
-
 def test_labeler_bias_matches_naive_definition():
+    """Against the others' mean, item by item, as written out by hand."""
     rng = np.random.default_rng(16)
     data = random_reliability_data(rng, 4, 80, half_steps=True)
     data[2] = np.clip(data[2] + 1, 1, 10.5)  # labeler 2 labels deeper
-    diffs = naive_bias(data)
     overall = labeler_bias(data, labelers=["a", "b", "c", "d"])
     for position, name in enumerate("abcd"):
-        mine = [v for (lab, _), vals in diffs.items() if lab == position for v in vals]
-        assert overall.loc[name, "n"] == len(mine)
+        mine = []
+        for item in range(data.shape[1]):
+            own = data[position, item]
+            others = [data[o, item] for o in range(4) if o != position and not np.isnan(data[o, item])]
+            if not np.isnan(own) and others:
+                mine.append(own - statistics.mean(others))
+        assert overall.loc[name, "n"] == overall.loc[name, "n_units"] == len(mine)
         assert overall.loc[name, "mean_diff"] == pytest.approx(np.mean(mine))
         assert overall.loc[name, "mean_abs_diff"] == pytest.approx(np.mean(np.abs(mine)))
+        # Without clusters: the one-sample t interval of the differences (scipy as the reference).
+        low, high = stats.t.interval(0.95, len(mine) - 1, loc=np.mean(mine), scale=stats.sem(mine))
+        assert (overall.loc[name, "low"], overall.loc[name, "high"]) == pytest.approx((low, high))
     assert overall["mean_diff"].idxmax() == "c"
-    by_band = labeler_bias(data, by_band=True)
-    got = {(r.labeler, r.band): (r.n, r.mean_diff) for r in by_band.itertuples()}
-    assert got.keys() == diffs.keys()
-    for key, values in diffs.items():
-        assert got[key][0] == len(values)
-        assert got[key][1] == pytest.approx(np.mean(values))
+    assert overall.loc["c", "low"] > 0  # the deeper labeler's interval excludes 0
+
+
+def test_labeler_bias_clustered_interval_matches_statsmodels():
+    """With several photos per person the interval is the CR1 cluster-robust one (statsmodels' OLS of the
+    differences on a constant with ``cov_type="cluster"``), t with G - 1 degrees of freedom."""
+    import statsmodels.api as sm
+
+    rng = np.random.default_rng(23)
+    subjects = np.repeat(np.arange(30), 4)
+    person = rng.normal(0, 1, 30)[subjects]  # each person's photos share an error: clustering matters
+    data = np.clip(np.round(5 + person + rng.normal(0, 0.7, (4, subjects.size))), 1, 10)
+    data[rng.random(data.shape) < 0.15] = nan
+    table = labeler_bias(data, clusters=subjects)
+    present = ~np.isnan(data)
+    for position in range(4):
+        usable = present[position] & (present.sum(axis=0) >= 2)
+        others = np.nanmean(np.where(np.arange(4)[:, None] == position, nan, data)[:, usable], axis=0)
+        diff = data[position, usable] - others
+        fit = sm.OLS(diff, np.ones(diff.size)).fit(cov_type="cluster", cov_kwds={"groups": subjects[usable]})
+        g = np.unique(subjects[usable]).size
+        half = stats.t.ppf(0.975, g - 1) * fit.bse[0]
+        assert table.loc[position, "n_units"] == g
+        assert table.loc[position, "mean_diff"] == pytest.approx(fit.params[0])
+        assert (table.loc[position, "low"], table.loc[position, "high"]) == pytest.approx(
+            (fit.params[0] - half, fit.params[0] + half)
+        )
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_labeler_bias_is_the_bias_of_one_band_over_the_whole_scale(seed):
+    """One rule: the overall bias and a band's bias (``agreement_by_band``) are the same numbers when the
+    band is the whole scale, on random panels with missing labels, half steps and repeated people."""
+    rng = np.random.default_rng(seed)
+    n_labelers, n_items = int(rng.integers(2, 7)), int(rng.integers(1, 120))
+    data = random_reliability_data(rng, n_labelers, n_items, half_steps=True)
+    clusters = rng.integers(0, max(1, n_items // 2), n_items) if seed % 2 else None
+    overall = labeler_bias(data, clusters=clusters)
+    band = agreement_by_band(data, n_tones=11, bands=[(1, 11)], clusters=clusters, with_alpha=False).bands[0]
+    for row in band.bias:
+        got = overall.loc[row.labeler]
+        assert (got["n"], got["n_units"]) == (row.n, row.n_units)
+        for name in ("mean_diff", "low", "high"):
+            assert got[name] == pytest.approx(getattr(row, name), nan_ok=True)
 
 
 def test_labeler_bias_too_little_data(no_warnings):
@@ -676,15 +710,3 @@ def test_consensus_table_all_skipped(no_warnings):
     table = consensus_table(np.full((3, 4), nan))
     assert table["mean"].isna().all() and (table["n_connected_groups"] == 0).all()
     assert not table["near_consensus"].any()
-
-
-@pytest.mark.parametrize("n_rows", [1, 2, 3, 4, 5, 8])
-def test_labeler_bias_median_of_the_others_equals_nanmedian(n_rows):
-    from metrics.agreement.labelers import _nanmedian_columns
-
-    rng = np.random.default_rng(n_rows)
-    for values in (rng.integers(1, 21, size=(n_rows, 3000)) / 2.0, rng.normal(5, 2, size=(n_rows, 3000))):
-        values[rng.random(values.shape) < 0.3] = np.nan
-        values = values[:, (~np.isnan(values)).any(axis=0)]
-        assert np.array_equal(_nanmedian_columns(values), np.nanmedian(values, axis=0))
-    assert _nanmedian_columns(np.zeros((n_rows, 0))).shape == (0,)

@@ -56,13 +56,15 @@ def _bias_reading(low: float | None, high: float | None) -> str | None:
     return "no bias shown"
 
 
-def _bias(row: agreement.LabelerBandBias) -> dict:
-    """One labeler's bias in one band: ``mean_diff`` with its 95% interval, or the count and why not."""
+def bias_stat(row: agreement.LabelerBandBias, *, where: str = "in this band", unit: str = "images in the band") -> dict:
+    """One labeler's bias (in one band, or over the whole scale: ``where`` and ``unit`` say which):
+    ``mean_diff`` with its 95% interval and its reading, or the count and why not. The labelers table
+    and the tone bands show the bias through this one function."""
     reason = None
     if row.n == 0:
-        reason = "no image of this band"
+        reason = f"no image {where}"
     elif row.n < MIN_IMAGES:
-        reason = too_little(row.n, "in this band")
+        reason = too_little(row.n, where)
     low, high = (None, None) if reason else (num(row.low, 4), num(row.high, 4))
     return {
         "labeler": row.labeler,
@@ -75,7 +77,7 @@ def _bias(row: agreement.LabelerBandBias) -> dict:
             "low": low,
             "high": high,
             "n": row.n,
-            "unit": "images in the band",
+            "unit": unit,
             "interval": "t, cluster-robust",
             "reading": None if reason else _bias_reading(low, high),
         },
@@ -157,7 +159,7 @@ def tone_band_block(
             "n_labels": band.n_labels,
             "near_consensus": _near(band.near_consensus, result.clustered),
             "alpha": _alpha(band, unit),
-            "bias": [_bias(row) for row in band.bias],
+            "bias": [bias_stat(row) for row in band.bias],
         }
         for band in result.bands
     ]

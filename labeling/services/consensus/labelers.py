@@ -11,6 +11,7 @@ from metrics import agreement
 
 from ...models import Label, Phase, Project
 from . import numbers
+from .bands import bias_stat
 from .loading import PhaseLabels, distribution, image_subject_units, value_categories
 from .numbers import (
     CONFIDENCE,
@@ -70,7 +71,7 @@ def labelers_statistics(
         invalid_cells=invalid_cells,
         reason=reason,
         present=~np.isnan(reliability),
-        bias=agreement.labeler_bias(reliability, labelers=labeler_ids),
+        bias=agreement.labeler_bias(reliability, labelers=labeler_ids, clusters=clusters),
         loo=agreement.alpha_leave_one_out(reliability, labelers=labeler_ids),
         clusters=clusters,
     )
@@ -132,16 +133,21 @@ def _against_others(panel: _Panel, position: int, labeler_id: int) -> dict:
     ``tone_bands``, with intervals, services.consensus.bands)."""
     # Other labelers' images with 2+ valid labels without this labeler.
     others_images = int((np.delete(panel.present, position, axis=0).sum(axis=0) >= 2).sum())
-    n_bias = int(panel.bias.loc[labeler_id, "n"])
-    bias_reason = None if n_bias >= MIN_IMAGES else too_little(n_bias, "shared with other labelers")
+    row = panel.bias.loc[labeler_id]
+    bias = bias_stat(
+        agreement.LabelerBandBias(
+            labeler_id, int(row["n"]), int(row["n_units"]), row["mean_diff"], row["low"], row["high"]
+        ),
+        where="shared with other labelers",
+        unit="images shared with other labelers",
+    )
     loo_reason = (
         None if others_images >= MIN_IMAGES else too_little(others_images, "with 2+ labels from the other labelers")
     )
     return {
         "bias": {
-            "n": n_bias,
-            "mean_diff": stat(panel.bias.loc[labeler_id, "mean_diff"], bias_reason),
-            "mean_abs_diff": stat(panel.bias.loc[labeler_id, "mean_abs_diff"], bias_reason),
+            **bias,
+            "mean_abs_diff": stat(row["mean_abs_diff"], bias["mean_diff"]["reason"]),
         },
         **_alpha_without(panel, position, labeler_id, others_images, loo_reason),
     }

@@ -154,10 +154,11 @@ FIELD_MEANINGS: dict[str, dict[str, str]] = {
         "n_counted": "Of those, labels counted for a final value.",
         "n_images": "Images with a counted label of this labeler.",
         "bias_n": "Images shared with other labelers, used for the bias.",
-        "bias_mean_diff": "Mean signed difference from the median of the other labelers on the same images "
-        "(+ = deeper); empty below the minimum number of images.",
-        "bias_mean_abs_diff": "Mean absolute difference from the median of the other labelers.",
-        "bias": "Mean signed difference from the median of the other labelers (+ = deeper).",
+        "bias_mean_diff": "Mean signed difference from the mean of the other labelers' values on the same "
+        "images (+ = deeper; metrics.agreement.labeler_bias, the tone bands' rule over the whole scale); empty "
+        "below the minimum number of images.",
+        "bias_mean_abs_diff": "Mean absolute difference from the mean of the other labelers' values.",
+        "bias": "Mean signed difference from the mean of the other labelers' values (+ = deeper).",
         "bias_ci_low": "Lower bound of the bias's confidence interval.",
         "bias_ci_high": "Upper bound of the bias's confidence interval.",
         "retest_n": "Calibration-1 images this labeler labelled again in calibration 2.",
