@@ -34,6 +34,11 @@ class TestRetestResult:
     mean_shift : float
         Mean of ``round2 - round1``; positive means the labeler drifted deeper
         (towards higher tone numbers).
+    mean_shift_low, mean_shift_high : float
+        Its t interval (cluster-robust over ``clusters`` when given, as each band's bias); NaN with fewer
+        than 2 units.
+    n_units : int
+        Independent units among the ``n`` images (subjects, or images, when ``clusters`` is given).
     """
 
     __test__ = False  # not a pytest test class despite the name
@@ -44,6 +49,9 @@ class TestRetestResult:
     weighted_kappa: float
     alpha: float
     mean_shift: float
+    mean_shift_low: float = math.nan
+    mean_shift_high: float = math.nan
+    n_units: int = 0
 
 
 def test_retest(
@@ -52,6 +60,8 @@ def test_retest(
     categories: npt.ArrayLike,
     *,
     level_of_measurement: LevelOfMeasurement = "ordinal",
+    clusters: npt.ArrayLike | None = None,
+    confidence: float = 0.95,
 ) -> TestRetestResult:
     """Test-retest consistency of one labeler (e.g. calibration 1 vs 2).
 
@@ -64,6 +74,11 @@ def test_retest(
         The full scale (for the weighted kappa).
     level_of_measurement : {"nominal", "ordinal", "interval", "ratio"}
         Level of the alpha.
+    clusters : array_like, shape (n_images,), optional
+        The subject of each image when a person has several of them: the mean shift's interval is then
+        clustered by subject. Default: each image on its own.
+    confidence : float
+        Of the mean shift's interval.
 
     Returns
     -------
@@ -76,18 +91,24 @@ def test_retest(
     >>> result = test_retest([1, 2, 3, 4], [1, 3, 3, 5], categories=range(1, 6))
     >>> result.n, result.exact, result.within_one, result.mean_shift
     (4, 0.5, 1.0, 0.5)
+    >>> round(result.mean_shift_low, 2), round(result.mean_shift_high, 2)
+    (-0.42, 1.42)
     """
+    from .bands import _cluster_t_interval, _units
+
     first = np.asarray(round1, dtype=np.float64).ravel()
     second = np.asarray(round2, dtype=np.float64).ravel()
     if first.shape != second.shape:
         raise ValueError("round1 and round2 must have the same length.")
     both = ~np.isnan(first) & ~np.isnan(second)
-    first, second = first[both], second[both]
+    units, _ = _units(clusters, both.size)
+    first, second, units = first[both], second[both], units[both]
     n = int(first.size)
     if n == 0:
         nan = math.nan
         return TestRetestResult(0, nan, nan, nan, nan, nan)
     shift = second - first
+    low, high, n_units = _cluster_t_interval(shift, units, int(units.max()) + 1, confidence)
     return TestRetestResult(
         n=n,
         exact=float(np.mean(shift == 0)),
@@ -95,6 +116,9 @@ def test_retest(
         weighted_kappa=cohen_kappa_weighted(first, second, categories=categories),
         alpha=krippendorff_alpha(np.vstack([first, second]), level_of_measurement),
         mean_shift=float(shift.mean()),
+        mean_shift_low=low,
+        mean_shift_high=high,
+        n_units=n_units,
     )
 
 

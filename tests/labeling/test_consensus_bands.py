@@ -149,6 +149,12 @@ def test_test_retest_kappas_resample_people_when_repeated_images_share_them(proj
         assert row["weighted_kappa"]["resampled"] == "subjects" and row["weighted_kappa"]["n"] == 5
     # The pooled share is the same number, its interval wider (people, not photos).
     assert pooled["exact"]["k"] == before["pooled"]["exact"]["k"]
+    # The mean shift carries its t interval, clustered the same way: the same mean, 5 people as units.
+    for block in (before["pooled"], pooled):
+        shift = block["mean_shift"]
+        assert shift["interval"] == "t, cluster-robust" and shift["reason"] is None
+        assert shift["low"] <= shift["value"] <= shift["high"]
+    assert pooled["mean_shift"]["value"] == before["pooled"]["mean_shift"]["value"]
 
 
 def test_the_data_card_has_agreement_per_tone_band(project, banded):

@@ -472,6 +472,32 @@ def test_labeler_bias_matches_naive_definition():
     assert overall.loc["c", "low"] > 0  # the deeper labeler's interval excludes 0
 
 
+def test_test_retest_mean_shift_interval_matches_statsmodels_clustered_by_person():
+    """The mean shift's interval: a one-sample t interval without clusters (scipy), the CR1 cluster-robust
+    one with them (statsmodels), and the same mean either way."""
+    import statsmodels.api as sm
+
+    rng = np.random.default_rng(31)
+    people = np.repeat(np.arange(12), 3)
+    first = np.clip(np.round(rng.normal(5, 2, 12)[people] + rng.normal(0, 0.5, people.size)), 1, 10)
+    second = np.clip(first + np.round(rng.normal(0.3, 1, 12))[people], 1, 10)  # each person's shift shared
+    second[4] = nan
+    plain = agreement.test_retest(first, second, categories=range(1, 11))
+    shift = (second - first)[~np.isnan(second)]
+    low, high = stats.t.interval(0.95, shift.size - 1, loc=shift.mean(), scale=stats.sem(shift))
+    assert (plain.mean_shift, plain.n_units) == (pytest.approx(shift.mean()), shift.size)
+    assert (plain.mean_shift_low, plain.mean_shift_high) == pytest.approx((low, high))
+    clustered = agreement.test_retest(first, second, categories=range(1, 11), clusters=people)
+    groups = people[~np.isnan(second)]
+    fit = sm.OLS(shift, np.ones(shift.size)).fit(cov_type="cluster", cov_kwds={"groups": groups})
+    half = stats.t.ppf(0.975, 11) * fit.bse[0]
+    assert clustered.n_units == 12 and clustered.mean_shift == pytest.approx(plain.mean_shift)
+    assert (clustered.mean_shift_low, clustered.mean_shift_high) == pytest.approx(
+        (fit.params[0] - half, fit.params[0] + half)
+    )
+    assert clustered.mean_shift_high - clustered.mean_shift_low > plain.mean_shift_high - plain.mean_shift_low
+
+
 def test_labeler_bias_clustered_interval_matches_statsmodels():
     """With several photos per person the interval is the CR1 cluster-robust one (statsmodels' OLS of the
     differences on a constant with ``cov_type="cluster"``), t with G - 1 degrees of freedom."""

@@ -227,10 +227,10 @@ def _retest_block(
     given when a person has several of the repeated images) the clusters are people instead, for the
     shares and the kappa alike, and the kappa's floor counts people (issue 22).
     """
-    result = agreement.test_retest(round1, round2, categories)
-    reason = None if result.n >= MIN_IMAGES else too_little(result.n, "labelled in both calibrations")
     clusters = subjects if subjects is not None else images
     unit = "subjects" if subjects is not None else "images"
+    result = agreement.test_retest(round1, round2, categories, clusters=clusters)
+    reason = None if result.n >= MIN_IMAGES else too_little(result.n, "labelled in both calibrations")
     if clusters is not None and result.n:
         first, second = np.asarray(round1, dtype=np.float64), np.asarray(round2, dtype=np.float64)
         keys, cluster = np.unique(np.asarray(clusters), return_inverse=True)
@@ -267,7 +267,14 @@ def _retest_block(
             unit=unit if clusters is not None else "images labelled in both calibrations",
             resampled=unit if clusters is not None else "images",
         ),
-        "mean_shift": stat(result.mean_shift, reason),
+        # With its t interval (clustered by person, or by image in the pooled row), read as each bias is.
+        "mean_shift": bias_stat(
+            agreement.LabelerBandBias(
+                None, result.n, result.n_units, result.mean_shift, result.mean_shift_low, result.mean_shift_high
+            ),
+            where="labelled in both calibrations",
+            unit="images labelled in both calibrations",
+        )["mean_diff"],
     }
 
 

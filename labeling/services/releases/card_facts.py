@@ -696,7 +696,12 @@ def _retest_row(row: dict[str, Any]) -> dict[str, Any]:
             "ci_high": row["weighted_kappa"].get("high"),
             "reason": row["weighted_kappa"]["reason"],
         },
-        "mean_shift": {"value": row["mean_shift"]["value"], "reason": row["mean_shift"]["reason"]},
+        "mean_shift": {
+            "value": row["mean_shift"]["value"],
+            "ci_low": row["mean_shift"].get("low"),
+            "ci_high": row["mean_shift"].get("high"),
+            "reason": row["mean_shift"]["reason"],
+        },
     }
 
 
