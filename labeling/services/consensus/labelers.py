@@ -133,7 +133,7 @@ def _against_others(panel: _Panel, position: int, labeler_id: int) -> dict:
     ``tone_bands``, with intervals, services.consensus.bands)."""
     # Other labelers' images with 2+ valid labels without this labeler.
     others_images = int((np.delete(panel.present, position, axis=0).sum(axis=0) >= 2).sum())
-    row = panel.bias.loc[labeler_id]
+    row = panel.bias.loc[labeler_id].to_dict()
     bias = bias_stat(
         agreement.LabelerBandBias(
             labeler_id, int(row["n"]), int(row["n_units"]), row["mean_diff"], row["low"], row["high"]
