@@ -148,7 +148,9 @@ def main() -> None:
         child(args.db, args.child, args.trace)
         return
     print(f"database {args.db}; each step in a fresh process (the release job's imports, inside build_memory())")
-    print(f"  {'step':<20} {'after imports':>14} {'peak (VmHWM)':>13} {'peak - imports':>15} {'done':>8} {'time':>8}  result")
+    print(
+        f"  {'step':<20} {'after imports':>14} {'peak (VmHWM)':>13} {'peak - imports':>15} {'done':>8} {'time':>8}  result"
+    )
     floor = None
     for step in args.steps.split(","):
         command = [sys.executable, __file__, "--child", step, "--db", args.db, "--trace", str(args.trace)]
