@@ -213,8 +213,12 @@ def _bca_endpoints(
 _BOOTSTRAP_CHUNK = 250
 # The item route holds at most this many drawn units at once (rows x units).
 _ITEM_BLOCK = 2_000_000
-# The sparse sums hold at most this many products at once (8 bytes each: 32 MB).
-_SPARSE_BLOCK = 4_000_000
+# The sparse sums hold at most this many products at once (8 bytes each: 8 MB, and as much again for the
+# gather; 4,000,000 held 90 MB at the data card's subject bootstrap of 250,000 images). The block changes no
+# number: each resample's sums are the same whatever rows share a block.
+_SPARSE_BLOCK = 1_000_000
+# Identical clusters are found from this many items' contributions at a time (see _cluster_kinds).
+_CLUSTER_BLOCK_ITEMS = 4_000
 # The Poisson route lowers the expected total by this many standard deviations (see _multinomial_rows).
 _POISSON_MARGIN = 3.0
 
@@ -281,22 +285,63 @@ class _Contributions:
     """
 
     def __init__(self, dense: np.ndarray) -> None:
-        self.dense = np.asarray(dense, dtype=np.float64)
-        n_kinds, n_columns = self.dense.shape
+        self.dense: np.ndarray | None = np.asarray(dense, dtype=np.float64)
+        self.shape = self.dense.shape
+        n_kinds, n_columns = self.shape
         column, kind = np.nonzero(self.dense.T)
         self.sparse = column.size <= 0.25 * n_kinds * n_columns
         if self.sparse:
-            self.kind = kind
-            self.value = self.dense.T[column, kind][:, None]
-            first = np.ones(column.size, dtype=bool)
-            first[1:] = column[1:] != column[:-1]
-            self.starts = np.flatnonzero(first)
-            self.columns = column[self.starts]
+            self._sparse_set(kind, column, self.dense.T[column, kind])
+
+    @classmethod
+    def from_entries(
+        cls, kind: np.ndarray, column: np.ndarray, value: np.ndarray, shape: tuple[int, int]
+    ) -> _Contributions:
+        """The contributions given by their nonzero entries, ordered by column then kind (as
+        ``np.nonzero(dense.T)`` orders them): the same object as ``_Contributions(dense)``, without the dense
+        matrix when it is sparse (50,000 subjects x 190 cells: 76 MB)."""
+        self = cls.__new__(cls)
+        self.shape = (int(shape[0]), int(shape[1]))
+        self.sparse = column.size <= 0.25 * self.shape[0] * self.shape[1]
+        if self.sparse:
+            self.dense = None
+            self._sparse_set(kind, column, value)
+        else:
+            self.dense = np.zeros(self.shape)
+            self.dense[kind, column] = value
+        return self
+
+    def _sparse_set(self, kind: np.ndarray, column: np.ndarray, value: np.ndarray) -> None:
+        self.kind = kind
+        self.value = np.asarray(value, dtype=np.float64)[:, None]
+        first = np.ones(column.size, dtype=bool)
+        first[1:] = column[1:] != column[:-1]
+        self.starts = np.flatnonzero(first)
+        self.columns = column[self.starts]
+        self._column = column
+
+    def rows(self, start: int, stop: int) -> np.ndarray:
+        """The kinds ``start:stop`` as dense rows."""
+        if self.dense is not None:
+            return self.dense[start:stop]
+        out = np.zeros((stop - start, self.shape[1]))
+        here = (self.kind >= start) & (self.kind < stop)
+        out[self.kind[here] - start, self._column[here]] = self.value[here, 0]
+        return out
+
+    def total(self, frequency: np.ndarray) -> np.ndarray:
+        """``frequency @ contributions``: with sparse contributions, summed kind by kind in one fixed order
+        (the same numbers however the contributions were given)."""
+        if self.sparse:
+            return self.sums(np.asarray(frequency, dtype=np.int64)[None, :])[0]
+        assert self.dense is not None
+        return np.asarray(frequency).astype(np.float64) @ self.dense
 
     def sums(self, weights: np.ndarray) -> np.ndarray:
         if not self.sparse:
+            assert self.dense is not None
             return weights.astype(np.float64) @ self.dense
-        out = np.zeros((weights.shape[0], self.dense.shape[1]))
+        out = np.zeros((weights.shape[0], self.shape[1]))
         if self.starts.size:
             # The gathered products are (nonzero entries x rows): a block of rows at a time keeps them
             # under _SPARSE_BLOCK values (50,000 subjects' contributions x 250 resamples were 3 GB at once).
@@ -308,8 +353,104 @@ class _Contributions:
         return out
 
 
+def _cluster_kinds(
+    cluster_index: np.ndarray, n_columns: int, item_rows: Callable[[np.ndarray], np.ndarray]
+) -> tuple[_Contributions, np.ndarray]:
+    """The distinct clusters' contributions and how many clusters share each, without a clusters x columns matrix.
+
+    Cluster ``c``'s contribution is the sum of its items' rows (``item_rows(items)``: the rows of those items,
+    dense), added one item at a time in item order from zero, as ``np.add.at(per_cluster, cluster_index,
+    rows)`` adds them; identical clusters are one kind, the kinds in the order of ``np.unique(per_cluster,
+    axis=0, return_counts=True)`` (rows compared column by column) with its counts. So the kinds, their
+    frequencies and every bit of their contributions are that matrix's (``tests/metrics/
+    test_agreement_cluster_kinds.py`` keeps it as the reference), but the clusters' sums are made a block of
+    items at a time and kept as their nonzero entries: 50,000 subjects x 190 cells were 76 MB as a matrix, and
+    ``np.unique`` sorted copies of it (the data card's subject bootstrap peaked 300 MB above its imports).
+    The rows are sorted column by column from the last (a stable sort of each column's nonzero entries: the
+    contributions of counts are never negative, so zeros come first), then equal neighbours are grouped.
+    """
+    cluster_index = np.asarray(cluster_index).ravel()
+    n_clusters = int(cluster_index.max()) + 1 if cluster_index.size else 0
+    if n_clusters == 0:
+        return _Contributions(np.zeros((0, n_columns))), np.zeros(0, dtype=np.int64)
+    # Items by cluster, in item order within each (a stable sort): each cluster adds its items in that order.
+    order = np.argsort(cluster_index, kind="stable")
+    bounds = np.concatenate(([0], np.cumsum(np.bincount(cluster_index, minlength=n_clusters))))
+    clusters_of, columns_of, values_of = [], [], []
+    first = 0
+    while first < n_clusters:
+        last = int(np.searchsorted(bounds, bounds[first] + _CLUSTER_BLOCK_ITEMS, side="right")) - 1
+        last = min(max(last, first + 1), n_clusters)
+        items = order[bounds[first] : bounds[last]]
+        block = np.zeros((last - first, n_columns))
+        np.add.at(block, cluster_index[items] - first, item_rows(items))
+        row, column = np.nonzero(block)
+        clusters_of.append((row + first).astype(np.int64))
+        columns_of.append(column.astype(np.int32))
+        values_of.append(block[row, column])
+        first = last
+    del order, block, items
+    cluster = np.concatenate(clusters_of)  # entries by cluster, then column
+    column = np.concatenate(columns_of)
+    value = np.concatenate(values_of)
+    del clusters_of, columns_of, values_of
+    row_length = np.bincount(cluster, minlength=n_clusters)
+    row_start = np.concatenate(([0], np.cumsum(row_length)[:-1]))
+
+    # Lexicographic order of the rows: stable sorts by each column, the last column first.
+    by_column = np.argsort(column, kind="stable")
+    column_bounds = np.searchsorted(column[by_column], np.arange(n_columns + 1))
+    non_negative = value.size == 0 or bool(value.min() >= 0)
+    perm = np.arange(n_clusters)
+    dense_column = np.zeros(n_clusters)
+    for j in range(n_columns - 1, -1, -1):
+        entries = by_column[column_bounds[j] : column_bounds[j + 1]]
+        if entries.size == 0:
+            continue
+        dense_column[cluster[entries]] = value[entries]
+        key = dense_column[perm]
+        if non_negative:
+            nonzero = key != 0
+            perm = np.concatenate((perm[~nonzero], perm[nonzero][np.argsort(key[nonzero], kind="stable")]))
+        else:
+            perm = perm[np.argsort(key, kind="stable")]
+        dense_column[cluster[entries]] = 0.0
+    del by_column, dense_column
+
+    def entries_of(rows: np.ndarray) -> np.ndarray:
+        """Positions of the entries of ``rows``, row after row."""
+        lengths = row_length[rows]
+        offsets = np.repeat(np.cumsum(lengths) - lengths, lengths)
+        return np.repeat(row_start[rows], lengths) + (np.arange(int(lengths.sum())) - offsets)
+
+    # Neighbours in that order are the same kind when their entries are equal, column and value.
+    later, earlier = perm[1:], perm[:-1]
+    same = row_length[later] == row_length[earlier]
+    check = np.flatnonzero(same & (row_length[later] > 0))
+    if check.size:
+        in_later, in_earlier = entries_of(later[check]), entries_of(earlier[check])
+        differ = (column[in_later] != column[in_earlier]) | (value[in_later] != value[in_earlier])
+        pair = np.repeat(np.arange(check.size), row_length[later[check]])
+        same[check[np.bincount(pair, weights=differ, minlength=check.size) > 0]] = False
+        del in_later, in_earlier, differ, pair
+    starts = np.flatnonzero(np.concatenate(([True], ~same)))
+    frequency = np.diff(np.append(starts, n_clusters)).astype(np.int64)
+    representative = perm[starts]
+    # The kinds' entries, ordered by column then kind (as _Contributions reads a dense matrix).
+    taken = entries_of(representative)
+    kind = np.repeat(np.arange(starts.size), row_length[representative])
+    by_column_kind = np.lexsort((kind, column[taken]))
+    parts = _Contributions.from_entries(
+        kind[by_column_kind],
+        column[taken][by_column_kind].astype(np.intp),
+        value[taken][by_column_kind],
+        (starts.size, n_columns),
+    )
+    return parts, frequency
+
+
 def _pattern_bootstrap_many(
-    contributions: np.ndarray,
+    contributions: np.ndarray | _Contributions,
     frequency: np.ndarray,
     statistics: Sequence[Callable[[np.ndarray], np.ndarray]],
     n_resamples: int,
@@ -328,8 +469,8 @@ def _pattern_bootstrap_many(
     Returns one ``(estimate, low, high, percentile_low, percentile_high, resampled)`` per statistic.
     """
     frequency = np.asarray(frequency)
-    parts = _Contributions(contributions)
-    total = frequency.astype(np.float64) @ parts.dense
+    parts = contributions if isinstance(contributions, _Contributions) else _Contributions(contributions)
+    total = parts.total(frequency)
     rng = np.random.default_rng(seed)
     resampled = np.empty((len(statistics), n_resamples))
     # Fewer resamples per block when the kinds are many (50,000 subjects: 40 rows, 16 MB of counts).
@@ -345,14 +486,14 @@ def _pattern_bootstrap_many(
         jackknife = np.empty(frequency.size)
         for start in range(0, frequency.size, 4 * _BOOTSTRAP_CHUNK):
             stop = min(start + 4 * _BOOTSTRAP_CHUNK, frequency.size)
-            jackknife[start:stop] = statistic(total[None, :] - parts.dense[start:stop])
+            jackknife[start:stop] = statistic(total[None, :] - parts.rows(start, stop))
         low, high, pct_low, pct_high = _bca_endpoints(estimate, resampled[i], jackknife, frequency, confidence)
         results.append((estimate, low, high, pct_low, pct_high, resampled[i]))
     return results
 
 
 def _pattern_bootstrap(
-    contributions: np.ndarray,
+    contributions: np.ndarray | _Contributions,
     frequency: np.ndarray,
     statistic: Callable[[np.ndarray], np.ndarray],
     n_resamples: int,
@@ -530,22 +671,18 @@ def bootstrap_alpha_levels(
         upper /= (c.sum(axis=1) - 1)[:, None]
         return upper
 
+    contributions: np.ndarray | _Contributions
     if group is None:
         patterns, frequency = _count_patterns(pairable)
         contributions = upper_contributions(patterns)
     else:
-        # A cluster contributes the sum of its items' coincidences; identical clusters are one kind.
+        # A cluster contributes the sum of its items' coincidences; identical clusters are one kind (found a
+        # block of items at a time, with no clusters x cells matrix: _cluster_kinds).
         _, cluster_index = np.unique(group, return_inverse=True)
-        cluster_index = cluster_index.ravel()
-        per_cluster = np.zeros((int(cluster_index.max()) + 1, rows.size))
-        # Items' contributions a block at a time: all at once (with their temporaries) were 1 GB at
-        # 250,000 items of 19 values.
-        step = max(1, _ITEM_BLOCK // max(rows.size, 1))
-        for start in range(0, n_items, step):
-            np.add.at(
-                per_cluster, cluster_index[start : start + step], upper_contributions(pairable[start : start + step])
-            )
-        contributions, frequency = np.unique(per_cluster, axis=0, return_counts=True)
+        contributions, frequency = _cluster_kinds(
+            cluster_index.ravel(), rows.size, lambda items: upper_contributions(pairable[items])
+        )
+        del cluster_index
     results = _pattern_bootstrap_many(
         contributions,
         frequency,
@@ -637,6 +774,7 @@ def bootstrap_cohen_kappa(
     i, j, k = _category_positions(x[both], y[both], categories)
     w = _disagreement_weights(k, weights)
     cell = i * k + j
+    contributions: np.ndarray | _Contributions
     if clusters is None:
         keys, frequency = np.unique(cell, return_counts=True)
         contributions = np.zeros((keys.size, k * k))
@@ -646,10 +784,17 @@ def bootstrap_cohen_kappa(
         if group.shape != x.shape:
             raise ValueError("clusters must have one entry per item.")
         _, unit = np.unique(group[both], return_inverse=True)
-        per_unit = np.zeros((int(unit.max()) + 1 if unit.size else 0, k * k))
-        np.add.at(per_unit, (unit, cell), 1.0)
+
+        def one_hot(items: np.ndarray) -> np.ndarray:
+            out = np.zeros((items.size, k * k))
+            out[np.arange(items.size), cell[items]] = 1.0
+            return out
+
+        # Identical units are one kind (_cluster_kinds: no units x cells matrix).
         contributions, frequency = (
-            np.unique(per_unit, axis=0, return_counts=True) if per_unit.size else (per_unit, np.zeros(0, np.int64))
+            _cluster_kinds(unit.ravel(), k * k, one_hot)
+            if unit.size and k
+            else (np.zeros((0, k * k)), np.zeros(0, np.int64))
         )
     n_units = int(frequency.sum())
     if n_units == 0:
