@@ -40,7 +40,9 @@ instead:
    light) and gives each pixel a weight rather than in or out: the cut at
    :data:`REFINE_SIGMAS` becomes a ramp, the forehead's in-or-out a weight
    (:func:`canonical_skin_weights`), so that the same photo at another size is
-   measured on the same skin.
+   measured on the same skin. Since colorimetry-5.1.0 the face's colour (centre and spread) is a
+   fit-weighted mean and RMS after a median start (:func:`_colour_model`): the median and MAD of the
+   sample moved between sizes of the same light, clipped face (docs/colorimetry-resolution.md).
 
 Nothing is corrected: ITA is measured on the pixels as recorded.
 
