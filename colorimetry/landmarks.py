@@ -398,9 +398,10 @@ def detect_mesh_faces(rgb: np.ndarray) -> list[MeshFace]:
             side = float((corners[1] - corners[0]).max()) * ROI_SCALE
             angle = _eye_angle(keypoints[0], keypoints[1])
             mesh_score, points = _mesh(rgb, centre, side, angle)
-            if mesh_score <= MIN_MESH_SCORE:
-                continue
             # Tracking step: the mesh again on the box of its own points (eyes: their corners' means).
+            # It runs whatever the first pass's face-presence score (colorimetry-5.1.0): on the detector's
+            # loose box around a very dark face that score swung from 0.39 to 0.97 with the photo's size
+            # while the tracked pass scored 1.00 on every size (issue 21, docs/colorimetry-resolution.md).
             right = points[list(RIGHT_EYE)].mean(axis=0)
             left = points[list(LEFT_EYE)].mean(axis=0)
             low, high = points.min(axis=0), points.max(axis=0)
@@ -409,6 +410,8 @@ def detect_mesh_faces(rgb: np.ndarray) -> list[MeshFace]:
             )
             if again_score > MIN_MESH_SCORE:
                 mesh_score, points = again_score, again
+            elif mesh_score <= MIN_MESH_SCORE:
+                continue
             low, high = points.min(axis=0), points.max(axis=0)
             box_px = (
                 int(round(low[0])),
