@@ -32,7 +32,8 @@ the implementation, one family each:
 * ``kappa``: ``percent_exact``, ``percent_within_one``, ``fleiss_kappa``,
   ``cohen_kappa_weighted``, ``kappa_matrix``;
 * ``distributions``: ``k_of_n_agreement``, ``unique_values_distribution``;
-* ``labelers``: ``test_retest``, ``labeler_bias``, ``outlier_labels``;
+* ``labelers``: ``test_retest``, ``labeler_bias``, ``bias_change`` (between two phases, with an
+  interval), ``outlier_labels``;
 * ``clustered``: ``clustered_proportion`` (a pooled share over pairs or labels with an interval
   that respects the clustering by image), ``pairwise_agreement_counts``,
   ``pairwise_agreement_interval``, ``cluster_bootstrap_proportion``;
@@ -93,7 +94,7 @@ from .krippendorff import (
     read_alpha_interval,
     value_counts,
 )
-from .labelers import OUTLIER_DISTANCE, TestRetestResult, labeler_bias, outlier_labels, test_retest
+from .labelers import OUTLIER_DISTANCE, TestRetestResult, bias_change, labeler_bias, outlier_labels, test_retest
 
 __all__ = [
     "ALPHA_INTERVAL_READINGS",
@@ -136,6 +137,7 @@ __all__ = [
     "kappa_matrix_intervals",
     "krippendorff_alpha",
     "labeler_bias",
+    "bias_change",
     "outlier_labels",
     "pairwise_agreement_counts",
     "pairwise_agreement_interval",

@@ -14,7 +14,7 @@ from ._data import LevelOfMeasurement, _as_reliability_data
 from .kappa import cohen_kappa_weighted
 from .krippendorff import krippendorff_alpha
 
-__all__ = ["OUTLIER_DISTANCE", "TestRetestResult", "labeler_bias", "outlier_labels", "test_retest"]
+__all__ = ["OUTLIER_DISTANCE", "TestRetestResult", "bias_change", "labeler_bias", "outlier_labels", "test_retest"]
 
 
 @dataclass(frozen=True)
@@ -160,8 +160,9 @@ def labeler_bias(
     -------
     pandas.DataFrame
         Indexed by labeler: ``n`` (items compared), ``n_units`` (independent units among them: subjects
-        when people repeat), ``mean_diff`` (signed) with its t interval ``low`` / ``high`` (NaN with
-        fewer than 2 units) and ``mean_abs_diff``; ``NaN`` means where ``n == 0``.
+        when people repeat), ``mean_diff`` (signed) with its t interval ``low`` / ``high``, its standard
+        error ``se`` and degrees of freedom ``df`` (``n_units - 1``; NaN with fewer than 2 units) and
+        ``mean_abs_diff``; ``NaN`` means where ``n == 0``.
 
     Examples
     --------
@@ -183,7 +184,8 @@ def labeler_bias(
     n_valid = present.sum(axis=0)
     filled = np.where(present, data, 0.0)
     total = filled.sum(axis=0)
-    columns: dict[str, list[float]] = {k: [] for k in ("n", "n_units", "mean_diff", "low", "high", "mean_abs_diff")}
+    names_ = ("n", "n_units", "mean_diff", "low", "high", "se", "df", "mean_abs_diff")
+    columns: dict[str, list[float]] = {k: [] for k in names_}
     for position in range(n_labelers):
         usable = present[position] & (n_valid >= 2)
         others_mean = (total[usable] - filled[position, usable]) / (n_valid[usable] - 1)
@@ -194,11 +196,59 @@ def labeler_bias(
         columns["mean_diff"].append(float(diff.mean()) if diff.size else math.nan)
         columns["low"].append(low)
         columns["high"].append(high)
+        columns["se"].append(_t_se(low, high, n_units, confidence))
+        columns["df"].append(n_units - 1 if n_units >= 2 else math.nan)
         columns["mean_abs_diff"].append(float(np.abs(diff).mean()) if diff.size else math.nan)
     table = pd.DataFrame(columns, index=pd.Index(names, name="labeler"))
     table["n"] = table["n"].astype("int64")
     table["n_units"] = table["n_units"].astype("int64")
     return table
+
+
+def _t_se(low: float, high: float, n_units: int, confidence: float) -> float:
+    """The standard error behind a t interval with ``n_units - 1`` degrees of freedom."""
+    if n_units < 2 or not math.isfinite(low):
+        return math.nan
+    from scipy.special import stdtrit
+
+    return (high - low) / 2 / float(stdtrit(n_units - 1, 1 - (1 - confidence) / 2))
+
+
+def bias_change(
+    before: tuple[float, float, float],
+    after: tuple[float, float, float],
+    *,
+    confidence: float = 0.95,
+) -> tuple[float, float, float]:
+    """Change of a labeler's bias between two phases, ``after - before``, with a Welch t interval.
+
+    ``before`` and ``after`` are ``(mean_diff, se, df)`` from :func:`labeler_bias` on each phase's labels.
+    The phases hold different images (and, at most, a few repeated ones), so the two estimates are taken
+    as independent: standard error ``sqrt(se1^2 + se2^2)``, Welch-Satterthwaite degrees of freedom. A
+    labeler's mean value also moves with the phase's mix of images; the bias against the others on the
+    same images does not, which is why the change is read from the bias.
+
+    Returns
+    -------
+    (change, low, high)
+        NaN bounds when either side has no standard error.
+
+    Examples
+    --------
+    >>> change, low, high = bias_change((0.1, 0.05, 99), (0.6, 0.05, 99))
+    >>> round(change, 2), round(low, 2), round(high, 2)
+    (0.5, 0.36, 0.64)
+    """
+    (m1, se1, df1), (m2, se2, df2) = before, after
+    change = m2 - m1
+    if not all(math.isfinite(x) for x in (se1, se2, df1, df2)) or se1 + se2 == 0:
+        return change, math.nan, math.nan
+    from scipy.special import stdtrit
+
+    v1, v2 = se1**2, se2**2
+    df = (v1 + v2) ** 2 / (v1**2 / df1 + v2**2 / df2) if v1 + v2 > 0 else df1 + df2
+    half = float(stdtrit(df, 1 - (1 - confidence) / 2)) * math.sqrt(v1 + v2)
+    return change, change - half, change + half
 
 
 #: A label at least this far (in tones) from every other label on the same image is an outlier.

@@ -370,6 +370,8 @@ NOT_RATES = {
     "alpha_change",
     "weighted_kappa",
     "mean_shift",
+    "bias",  # a baseline's copy of the phase's mean_diff
+    "bias_change",
 }
 
 

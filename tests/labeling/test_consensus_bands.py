@@ -129,6 +129,23 @@ def test_each_labelers_overall_bias_has_its_interval_by_the_bands_rule(client, l
     assert "median of the other" not in html
 
 
+def test_the_change_of_a_labelers_bias_between_phases_has_its_interval(client, lead, project, study):  # noqa: F811
+    """Baselines and drift: each phase after a labeler's first carries the change of their bias (against the
+    others' mean on the same images) with a Welch interval, and the page shows it; no 'vs panel' point."""
+    main = Phase.objects.get(project=project, kind=Phase.Kind.MAIN)
+    body = _api(client, lead, project, main)
+    changes = [b["bias_change"] for row in body["labelers"] for b in row["baseline"][1:]]
+    assert changes and all(c is not None for c in changes)
+    shown = [c for c in changes if c["low"] is not None]
+    # Calibration 2's 3 new images give no bias; main's change is taken since calibration 1.
+    assert len(shown) == 4 and {c["since"] for c in shown} == {"Calibration 1"}
+    for change in shown:
+        assert change["low"] <= change["value"] <= change["high"]
+        assert change["reading"] in ("deeper", "lighter", "no change shown")
+    html = _client(client, lead).get(f"/projects/{project.pk}/consensus/?phase={main.pk}").content.decode()
+    assert "bias change" in html and "vs panel" not in html
+
+
 def test_test_retest_kappas_resample_people_when_repeated_images_share_them(project, study):  # noqa: F811
     before = test_retest_compute(project)
     assert before["pooled"]["weighted_kappa"]["unit"] == "images"

@@ -56,7 +56,14 @@ def _bias_reading(low: float | None, high: float | None) -> str | None:
     return "no bias shown"
 
 
-def bias_stat(row: agreement.LabelerBandBias, *, where: str = "in this band", unit: str = "images in the band") -> dict:
+def bias_stat(
+    row: agreement.LabelerBandBias,
+    *,
+    where: str = "in this band",
+    unit: str = "images in the band",
+    se: float | None = None,
+    df: float | None = None,
+) -> dict:
     """One labeler's bias (in one band, or over the whole scale: ``where`` and ``unit`` say which):
     ``mean_diff`` with its 95% interval and its reading, or the count and why not. The labelers table
     and the tone bands show the bias through this one function."""
@@ -80,6 +87,9 @@ def bias_stat(row: agreement.LabelerBandBias, *, where: str = "in this band", un
             "unit": unit,
             "interval": "t, cluster-robust",
             "reading": None if reason else _bias_reading(low, high),
+            # With ``se`` (the overall bias): its standard error and degrees of freedom, for the change
+            # between phases (labelers.labeler_drift).
+            **({} if se is None else {"se": None if reason else num(se, 6), "df": None if reason else num(df, 2)}),
         },
     }
 

@@ -140,6 +140,8 @@ def _against_others(panel: _Panel, position: int, labeler_id: int) -> dict:
         ),
         where="shared with other labelers",
         unit="images shared with other labelers",
+        se=row["se"],
+        df=row["df"],
     )
     loo_reason = (
         None if others_images >= MIN_IMAGES else too_little(others_images, "with 2+ labels from the other labelers")
@@ -332,20 +334,29 @@ test_retest_compute.__test__ = False  # type: ignore[attr-defined]
 
 
 def labeler_drift(phase_summaries: list[dict]) -> dict[int, list[dict]]:
-    """Each labeler's baseline (mean, distribution) per phase and its change from their previous phase."""
+    """Each labeler's baseline (mean, distribution) per phase, and the change of their bias since their
+    latest earlier phase with one, with its interval (``bias_change``: the bias is taken against the others on the same
+    images, so the phases' different mixes of images cancel; Welch t interval, read from the interval).
+
+    ``drift`` (the change of the labeler's mean value) stays in the API as a description only: it moves
+    with the phases' mix of images too, so no reading is taken from it.
+    """
     baselines: dict[int, list[dict]] = {}
     for summary in phase_summaries:
-        means = [row["mean_value"] for row in summary["per_labeler"] if row["mean_value"] is not None]
-        panel = float(np.mean(means)) if means else None
         for row in summary["per_labeler"]:
             history = baselines.setdefault(row["labeler"], [])
             previous = next((h for h in reversed(history) if h["mean"] is not None), None)
             mean = row["mean_value"]
-            drift = relative = None
+            bias = (row.get("bias") or {}).get("mean_diff") or {}
+            # Against their latest earlier phase with a bias (calibration 2's few new images often have
+            # none: its repeats are left out of the between-labeler numbers).
+            earlier = next((h for h in reversed(history) if h["bias"].get("value") is not None), None)
+            drift = change = None
             if previous is not None and mean is not None:
                 drift = num(mean - previous["mean"], 4)
-                if panel is not None and previous["panel_mean"] is not None:
-                    relative = num((mean - panel) - (previous["mean"] - previous["panel_mean"]), 4)
+            if history:
+                change = _bias_change(earlier["bias"] if earlier else {"reason": "no earlier bias"}, bias)
+                change["since"] = earlier["phase"] if earlier else None
             history.append(
                 {
                     "phase": summary["phase"]["name"],
@@ -353,10 +364,41 @@ def labeler_drift(phase_summaries: list[dict]) -> dict[int, list[dict]]:
                     "n": row["n_valid"],
                     "mean": mean,
                     "std": row["std_value"],
-                    "panel_mean": num(panel, 4),
                     "distribution": row["distribution"],
                     "drift": drift,
-                    "drift_vs_panel": relative,
+                    "bias": bias,
+                    "bias_change": change,
                 }
             )
     return baselines
+
+
+_CHANGE = {"unit": "tones", "interval": "Welch t", "too_wide": False}
+
+
+def _bias_change(before: dict, after: dict) -> dict:
+    """The change of a labeler's bias stat between two phases, with its interval, or why there is none."""
+    sides = (before, after)
+    if any(side.get("value") is None for side in sides):
+        why = next((side["reason"] for side in sides if side.get("reason")), None)
+        return {
+            **_CHANGE,
+            "value": None,
+            "low": None,
+            "high": None,
+            "reading": None,
+            "reason": why or "no bias to compare",
+        }
+    value = num(after["value"] - before["value"], 4)
+    if any(side.get("se") is None for side in sides):
+        return {**_CHANGE, "value": value, "low": None, "high": None, "reading": None, "reason": None}
+    _, low, high = agreement.bias_change(
+        (before["value"], before["se"], before["df"]),
+        (after["value"], after["se"], after["df"]),
+        confidence=CONFIDENCE,
+    )
+    low_, high_ = num(low, 4), num(high, 4)
+    reading = None
+    if low_ is not None and high_ is not None:
+        reading = "deeper" if low_ > 0 else "lighter" if high_ < 0 else "no change shown"
+    return {**_CHANGE, "value": value, "low": low_, "high": high_, "reading": reading, "reason": None}
