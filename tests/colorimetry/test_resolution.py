@@ -147,4 +147,3 @@ def test_a_dark_face_is_kept_when_the_tracked_mesh_confirms_it(tmp_path) -> None
     result = measure_image(files["2 MP"])
     assert result["analysed_width"] == 707
     assert result["face_method"] == "face_mesh:short_range", result["flags"]
-
