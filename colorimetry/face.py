@@ -40,9 +40,7 @@ instead:
    light) and gives each pixel a weight rather than in or out: the cut at
    :data:`REFINE_SIGMAS` becomes a ramp, the forehead's in-or-out a weight
    (:func:`canonical_skin_weights`), so that the same photo at another size is
-   measured on the same skin. Since colorimetry-5.1.0 the face's colour (centre and spread) is a
-   fit-weighted mean and RMS after a median start (:func:`_colour_model`): the median and MAD of the
-   sample moved between sizes of the same light, clipped face (docs/colorimetry-resolution.md).
+   measured on the same skin.
 
 Nothing is corrected: ITA is measured on the pixels as recorded.
 
@@ -483,45 +481,18 @@ def _weighted_median(values: np.ndarray, weight: np.ndarray) -> np.ndarray:
 
 
 def _colour_model(sample: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """The face's colour: centre and robust spread of the sample's L*, a*, b*. None when nothing is left.
-
-    Started from the weighted median and 1.4826 x weighted MAD (floored); then, :data:`MODEL_ITERATIONS`
-    times, each pixel weighted by its fit to the current model (:func:`_fit`), the centre is the weighted
-    mean and the spread the weighted RMS deviation over :func:`_ramp_rms` (its value for a normal sample
-    under the same ramp), floored. Since colorimetry-5.1.0: a median and a MAD of a sample of two
-    populations (cheeks, and a forehead half in by its weight) move by a step when the populations'
-    shares change a little, and the same photo at another size gave another model (issue 21,
-    docs/colorimetry-resolution.md); a weighted mean moves in proportion."""
-    base = weight.astype(np.float64)
-    if not base.sum() > 0:
-        return None
-    centre = _weighted_median(sample, base)
-    mad = _weighted_median(np.abs(sample - centre[:, None]), base)
-    spread = np.maximum(1.4826 * mad, _SIGMA_FLOOR)
-    values = sample.astype(np.float64)
-    for _ in range(MODEL_ITERATIONS):
-        current = base * _fit(sample, centre, spread)
-        total = current.sum()
-        if not total > 0:
+    """The face's colour: weighted median and robust spread (1.4826 x weighted MAD, floored) of the
+    sample's L*, a*, b*, computed twice, the second time with each pixel also weighted by its fit to the
+    first (:func:`_fit`). None when nothing is left."""
+    current = weight.astype(np.float64)
+    for _ in range(2):
+        if not current.sum() > 0:
             return None
-        centre = (values * current).sum(axis=1) / total
-        rms = np.sqrt(((values - centre[:, None]) ** 2 * current).sum(axis=1) / total)
-        spread = np.maximum(rms / _ramp_rms(), _SIGMA_FLOOR)
-    return centre.astype(np.float32), spread.astype(np.float32)
-
-
-#: Reweighting steps of :func:`_colour_model` after its median start.
-MODEL_ITERATIONS = 4
-
-
-@functools.cache
-def _ramp_rms() -> float:
-    """RMS of a standard normal variable weighted by the ramp of :func:`_fit` (one channel): the weighted
-    RMS deviation of a normal sample is its standard deviation times this."""
-    x = np.linspace(-8.0, 8.0, 16001)
-    density = np.exp(-(x**2) / 2)
-    ramp = np.clip((WEIGHT_ZERO - np.abs(x)) / (WEIGHT_ZERO - WEIGHT_FULL), 0.0, 1.0)
-    return float(np.sqrt((x**2 * density * ramp).sum() / (density * ramp).sum()))
+        centre = _weighted_median(sample, current)
+        mad = _weighted_median(np.abs(sample - centre[:, None]), current)
+        spread = np.maximum(1.4826 * mad, _SIGMA_FLOOR)
+        current = weight * _fit(sample, centre, spread)
+    return centre, spread
 
 
 def _fit(lab: np.ndarray, centre: np.ndarray, spread: np.ndarray) -> np.ndarray:

@@ -21,9 +21,10 @@ input is area-averaged before the warp. Development set: 20 of 20 within 1 degre
 set (``resolution_sets.py``): 67 of 72 (4.0.0: 63), worst 2.07 (2.37). The cases below include the ones
 that failed before (Grace Hopper at Monk 10 in 4.0.0, the astronaut at Monk 7 in a first 5.0.0 candidate).
 
-Since colorimetry-5.1.0 the face's colour model is a fit-weighted mean and RMS (after a median start) and
-Face Mesh's presence check applies after its tracking pass (docs/colorimetry-resolution.md): development
-set 20 of 20, worst 0.57; held-out set 68 of 72, worst 1.24, every reading found.
+Since colorimetry-5.1.0 Face Mesh's presence check applies after its tracking pass: the dark face the
+held-out set missed at 2 MP through the fast path is found (docs/colorimetry-resolution.md, which also
+records a colour-model change tried and reverted: steadier across sizes, but the development set's
+MST 5-6 read dark beyond the 5-degree bar).
 """
 
 from __future__ import annotations
