@@ -144,6 +144,20 @@ def test_the_change_of_a_labelers_bias_between_phases_has_its_interval(client, l
         assert change["reading"] in ("deeper", "lighter", "no change shown")
     html = _client(client, lead).get(f"/projects/{project.pk}/consensus/?phase={main.pk}").content.decode()
     assert "bias change" in html and "vs panel" not in html
+    # Bold only where the interval excludes 0.
+    bold = html.count('<strong title="deeper: the 95% interval excludes 0">') + html.count(
+        '<strong title="lighter: the 95% interval excludes 0">'
+    )
+    assert bold == sum(c["reading"] in ("deeper", "lighter") for c in changes) + sum(
+        r["bias"]["mean_diff"]["reading"] in ("deeper", "lighter") for r in body["selected"]["per_labeler"]
+    ) + sum(
+        r["mean_shift"]["reading"] in ("deeper", "lighter")
+        for r in [*body["test_retest"]["per_labeler"], body["test_retest"]["pooled"]]
+    ) + sum(
+        c["mean_diff"]["reading"] in ("deeper", "lighter")
+        for b in body["selected"]["tone_bands"]["bands"]
+        for c in b["bias"]
+    )
 
 
 def test_test_retest_kappas_resample_people_when_repeated_images_share_them(project, study):  # noqa: F811
