@@ -141,7 +141,7 @@ def spearman_rho(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     # scipy ranks the columns of column_stack((x, y)) with apply_along_axis: a (2, n) buffer, transposed.
     ranked = np.empty((2, n))
     ranked[0], ranked[1] = _average_ranks(xs), _average_ranks(ys)
-    rs = np.corrcoef(ranked.T, rowvar=False)
+    rs = np.asarray(np.corrcoef(ranked.T, rowvar=False), dtype=np.float64)
     dof = n - 2
     with np.errstate(divide="ignore"):
         t = rs * np.sqrt((dof / ((rs + 1.0) * (1.0 - rs))).clip(0))
