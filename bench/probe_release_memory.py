@@ -4,8 +4,9 @@ Run: ``python bench/probe_release_memory.py [--db NAME] [--steps a,b] [--trace N
 database (``fairtone_bench_release``, made by ``bench/bench_release.py``; read only here). Each step runs
 in a child process set up as the release job's (Django, ``labeling.services.releases.build`` imported,
 inside ``build_memory()``) and prints its RSS after imports, its peak RSS (VmHWM) and the RSS when it is
-done, so the steps of ``card_project_facts`` can be seen apart without the whole release. The step
-``imports`` does nothing: its peak is the floor every step starts from. ``--trace N`` also runs the step
+done, so the steps of ``card_project_facts`` can be seen apart without the whole release. ``ita_audit`` and
+``ita_correlations`` are the two parts of ``labels_vs_ita``; ``card_project_facts`` is every step in one
+process (as the release runs them). The step ``imports`` does nothing: its peak is the floor every step starts from. ``--trace N`` also runs the step
 under ``tracemalloc`` (slower) and prints the N source lines holding the most memory at the step's peak
 (Python and NumPy allocations; not the C library's or Arrow's own).
 """
@@ -37,12 +38,15 @@ def _status_mb(key: str) -> float:
 
 def _steps():
     """The steps of ``card_project_facts`` by name: each a function of (project, phases, pseudonyms)."""
+    from labeling.services.baselines import baseline_audit, baseline_correlations
     from labeling.services.releases import card_facts as cf
     from labeling.services.releases.card_bands import agreement_by_band_facts
     from labeling.services.releases.card_protocol import protocol_facts
 
     return {
         "imports": lambda project, phases, pseudonyms: None,
+        "ita_audit": lambda project, phases, pseudonyms: baseline_audit(project),
+        "ita_correlations": lambda project, phases, pseudonyms: baseline_correlations(project=project),
         "team": lambda project, phases, pseudonyms: cf._team(project),
         "process": lambda project, phases, pseudonyms: cf._process(project, phases, pseudonyms),
         "composition": lambda project, phases, pseudonyms: cf._composition(project),
@@ -66,6 +70,8 @@ STEP_NAMES = (
     "test_retest",
     "protocol",
     "card_project_facts",
+    "ita_audit",
+    "ita_correlations",
 )
 
 
@@ -130,6 +136,8 @@ def child(db: str, step: str, trace: int) -> None:
         "sampled_peak_mb": peak["rss"],
         "rss_done_mb": _status_mb("VmRSS:"),
         "result_sha": __import__("hashlib").sha256(digest.encode()).hexdigest()[:16],
+        # Imported by the step and kept for the rest of the job: scipy.stats alone is 45 MB of RSS.
+        "imported": sorted(name for name in ("scipy.stats", "scipy.special", "matplotlib") if name in sys.modules),
     }
     if trace:
         out["traced_peak_mb"] = traced_peak
@@ -140,7 +148,7 @@ def child(db: str, step: str, trace: int) -> None:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--db", default=os.environ.get("BENCH_DB", "fairtone_bench_release"))
-    p.add_argument("--steps", default=",".join(STEP_NAMES[:-1]), help="comma-separated, of: " + ", ".join(STEP_NAMES))
+    p.add_argument("--steps", default=",".join(STEP_NAMES[:-3]), help="comma-separated, of: " + ", ".join(STEP_NAMES))
     p.add_argument("--trace", type=int, default=0, help="also trace the step's Python/NumPy allocations (top N)")
     p.add_argument("--child", help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -164,7 +172,7 @@ def main() -> None:
         print(
             f"  {step:<20} {r['rss_after_imports_mb']:11.0f} MB {r['peak_rss_mb']:10.0f} MB "
             f"{r['peak_rss_mb'] - r['rss_after_imports_mb']:12.0f} MB {r['rss_done_mb']:5.0f} MB "
-            f"{r['seconds']:6.1f} s  {r['result_sha']}"
+            f"{r['seconds']:6.1f} s  {r['result_sha']}  {', '.join(r['imported'])}"
         )
         if args.trace:
             print(f"      traced peak (Python + NumPy): {r['traced_peak_mb']:.0f} MB; held near the peak:")

@@ -126,6 +126,13 @@ def coverage_gap(k_light: int, n_light: int, k_deep: int, n_deep: int, *, confid
     return out
 
 
+def _floats(column: Sequence[float | None] | np.ndarray) -> np.ndarray:
+    """A column as floats, None as NaN (an array of floats is copied as it is: no Python float per entry)."""
+    if isinstance(column, np.ndarray) and column.dtype.kind == "f":
+        return np.array(column, dtype=np.float64)
+    return np.array([math.nan if v is None else float(v) for v in column], dtype=np.float64)
+
+
 def _spread(values: np.ndarray) -> dict[str, Any]:
     if not values.size:
         return {"n": 0, "median": None, "q25": None, "q75": None, "iqr": None}
@@ -137,11 +144,11 @@ def baseline_audit(
     tones: Sequence[int],
     label_values: Sequence[float],
     face_found: Sequence[bool],
-    ita: Sequence[float | None],
+    ita: Sequence[float | None] | np.ndarray,
     *,
     n_tones: int,
-    lightness: Sequence[float | None] | None = None,
-    hue: Sequence[float | None] | None = None,
+    lightness: Sequence[float | None] | np.ndarray | None = None,
+    hue: Sequence[float | None] | np.ndarray | None = None,
     confidence: float = 0.95,
     n_resamples: int = 2000,
     seed: int = 0,
@@ -186,7 +193,7 @@ def baseline_audit(
     tone_array = np.asarray(tones, dtype=np.int64)
     values = np.asarray(label_values, dtype=np.float64)
     found = np.asarray(face_found, dtype=bool)
-    ita_array = np.array([math.nan if v is None else float(v) for v in ita], dtype=np.float64)
+    ita_array = _floats(ita)
     if not tone_array.size == values.size == found.size == ita_array.size:
         raise ValueError("tones, label_values, face_found and ita need one entry per image")
     if tone_array.size and (tone_array.min() < 1 or tone_array.max() > n_tones):
@@ -194,10 +201,10 @@ def baseline_audit(
     measured = ~np.isnan(ita_array)
     bands = tone_bands(n_tones)
 
-    def optional(column: Sequence[float | None] | None) -> np.ndarray:
+    def optional(column: Sequence[float | None] | np.ndarray | None) -> np.ndarray:
         if column is None:
             return np.full(tone_array.size, math.nan)
-        out = np.array([math.nan if v is None else float(v) for v in column], dtype=np.float64)
+        out = _floats(column)
         if out.size != tone_array.size:
             raise ValueError("lightness and hue need one entry per image")
         return out

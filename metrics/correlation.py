@@ -6,6 +6,7 @@ label of each image against its ITA); pure NumPy/SciPy, never imports Django.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -70,8 +71,6 @@ def spearman_bootstrap(
     >>> spearman_bootstrap([1, 2], [2, 1])["rho"] is None
     True
     """
-    from scipy import stats as scipy_stats
-
     xs = np.asarray(x, dtype=float)
     ys = np.asarray(y, dtype=float)
     result: dict[str, Any] = {
@@ -87,8 +86,8 @@ def spearman_bootstrap(
     }
     if xs.size < 3 or np.ptp(xs) == 0 or np.ptp(ys) == 0:
         return result
-    test = scipy_stats.spearmanr(xs, ys)
-    result["rho"], result["p_value"] = float(test.statistic), float(test.pvalue)
+    rho, p_value = spearman_rho(xs, ys)
+    result["rho"], result["p_value"] = float(rho), float(p_value)
     if bootstrap_max_n is not None and xs.size > bootstrap_max_n:
         result.update(spearman_fisher_interval(result["rho"], int(xs.size), confidence))
         result["interval_method"], result["n_resamples"], result["seed"] = "fisher_z_bonett_wright", 0, None
@@ -120,6 +119,36 @@ def spearman_bootstrap(
     return result
 
 
+def _average_ranks(values: np.ndarray) -> np.ndarray:
+    """1-based ranks, ties averaged (``scipy.stats.rankdata``'s; every rank is a whole or half number)."""
+    _, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
+    ends = np.cumsum(counts)
+    return ((ends - counts + 1 + ends) / 2.0)[inverse.ravel()]
+
+
+def spearman_rho(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Spearman's rho and its two-sided p-value, as ``scipy.stats.spearmanr(x, y)`` computes them (the same
+    ranks, ``np.corrcoef`` of the same array, the t distribution's ``stdtr``), without importing
+    ``scipy.stats``: that import adds 45 MB to a release job for the rest of its life (issue 25).
+    NaN in either gives NaN, NaN; ``tests/metrics/test_correlation.py`` holds it equal to scipy's.
+    """
+    from scipy.special import stdtr
+
+    xs, ys = np.asarray(x, dtype=float).ravel(), np.asarray(y, dtype=float).ravel()
+    n = xs.size
+    if n <= 1 or np.isnan(xs).any() or np.isnan(ys).any() or (xs[0] == xs).all() or (ys[0] == ys).all():
+        return math.nan, math.nan
+    # scipy ranks the columns of column_stack((x, y)) with apply_along_axis: a (2, n) buffer, transposed.
+    ranked = np.empty((2, n))
+    ranked[0], ranked[1] = _average_ranks(xs), _average_ranks(ys)
+    rs = np.asarray(np.corrcoef(ranked.T, rowvar=False), dtype=np.float64)
+    dof = n - 2
+    with np.errstate(divide="ignore"):
+        t = rs * np.sqrt((dof / ((rs + 1.0) * (1.0 - rs))).clip(0))
+    p = 2 * stdtr(dof, -np.abs(t))
+    return float(rs[1, 0]), float(p[1, 0])
+
+
 def spearman_fisher_interval(rho: float, n: int, confidence: float = 0.95) -> dict[str, float]:
     """Fisher's z interval of Spearman's rho with Bonett and Wright's (2000) [BonettWright2000] variance ``(1 + rho**2 / 2) / (n - 3)``.
 
@@ -129,9 +158,9 @@ def spearman_fisher_interval(rho: float, n: int, confidence: float = 0.95) -> di
     >>> round(r["ci_low"], 4), round(r["ci_high"], 4)
     (0.4491, 0.5477)
     """
-    from scipy import stats as scipy_stats
+    from scipy.special import ndtri  # scipy.stats.norm.ppf's own function, without importing scipy.stats
 
-    z = scipy_stats.norm.ppf(0.5 + confidence / 2.0)
+    z = ndtri(0.5 + confidence / 2.0)
     rho = float(np.clip(rho, -0.999999, 0.999999))
     half = z * np.sqrt((1.0 + rho * rho / 2.0) / (n - 3))
     centre = np.arctanh(rho)

@@ -333,14 +333,14 @@ class _Contributions:
         """``frequency @ contributions``: with sparse contributions, summed kind by kind in one fixed order
         (the same numbers however the contributions were given)."""
         if self.sparse:
-            return self.sums(np.asarray(frequency, dtype=np.int64)[None, :])[0]
+            return np.asarray(self.sums(np.asarray(frequency, dtype=np.int64)[None, :])[0])
         assert self.dense is not None
-        return np.asarray(frequency).astype(np.float64) @ self.dense
+        return np.asarray(np.asarray(frequency).astype(np.float64) @ self.dense)
 
     def sums(self, weights: np.ndarray) -> np.ndarray:
         if not self.sparse:
             assert self.dense is not None
-            return weights.astype(np.float64) @ self.dense
+            return np.asarray(weights.astype(np.float64) @ self.dense)
         out = np.zeros((weights.shape[0], self.shape[1]))
         if self.starts.size:
             # The gathered products are (nonzero entries x rows): a block of rows at a time keeps them
@@ -421,7 +421,7 @@ def _cluster_kinds(
         """Positions of the entries of ``rows``, row after row."""
         lengths = row_length[rows]
         offsets = np.repeat(np.cumsum(lengths) - lengths, lengths)
-        return np.repeat(row_start[rows], lengths) + (np.arange(int(lengths.sum())) - offsets)
+        return np.asarray(np.repeat(row_start[rows], lengths) + (np.arange(int(lengths.sum())) - offsets))
 
     # Neighbours in that order are the same kind when their entries are equal, column and value.
     later, earlier = perm[1:], perm[:-1]

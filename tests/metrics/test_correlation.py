@@ -143,3 +143,27 @@ def test_fisher_interval_is_scipys_normal_quantile_on_the_z_scale():
     half = scipy_stats.norm.ppf(0.95) * np.sqrt((1 + rho**2 / 2) / (n - 3))
     assert got["ci_low"] == pytest.approx(np.tanh(np.arctanh(rho) - half))
     assert got["ci_high"] == pytest.approx(np.tanh(np.arctanh(rho) + half))
+
+
+def test_spearman_rho_is_scipy_s_to_the_last_bit():
+    """``spearman_rho`` (no scipy.stats import: issue 25) gives scipy.stats.spearmanr's rho and p-value
+    exactly, with ties, half steps, NaN and constant inputs."""
+    import warnings
+
+    from metrics.correlation import spearman_rho
+
+    rng = np.random.default_rng(0)
+    for i in range(400):
+        n = int(rng.integers(2, 400))
+        x = rng.integers(0, int(rng.integers(1, 20)), n).astype(float) / 2
+        y = -x + rng.normal(0, 3 * rng.random(), n) if i % 2 else rng.integers(0, 5, n).astype(float)
+        if i % 7 == 0:
+            y = np.round(y)
+        if i % 11 == 0:
+            x[rng.integers(0, n)] = np.nan
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            expected = scipy_stats.spearmanr(x, y)
+        got = spearman_rho(x, y)
+        for a, b in zip(got, (float(expected.statistic), float(expected.pvalue)), strict=True):
+            assert (np.isnan(a) and np.isnan(b)) or a == b, (i, got, expected)
