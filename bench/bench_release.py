@@ -50,23 +50,6 @@ N_REPEATS = 60  # calibration-1 images repeated in calibration 2
 N_OPEN_RELABELS = 100
 RSS_GOAL_MB = 300
 RATIO_GOAL = 3.0
-CARD = {
-    "motivation": "Benchmark.",
-    "intended_uses": "Fairness evaluation.",
-    "out_of_scope_uses": "Anything else.",
-    "licence": "CC BY 4.0",
-    "contacts": "bench@example.org",
-    "consent": "Synthetic data.",
-    "collection_source": "Synthetic data.",
-    "collection_time_frame": "Generated for the benchmark.",
-    "collection_devices": "None: synthetic.",
-    "collected_by": "The benchmark script.",
-    "pre_filtering": "None.",
-    "labeler_recruitment": "Simulated labelers.",
-    "compensation": "None: simulated.",
-    "working_conditions": "None: simulated.",
-    "maintenance_plan": "Deleted after the benchmark.",
-}
 
 
 def _admin(sql: str) -> None:
@@ -388,6 +371,7 @@ def new_release(project, with_images: bool = False):
 
     from labeling.models import Job, Release
     from labeling.services.releases import CATEGORIES, card_text_clean, code_version, rule_clean, storage
+    from tests.card_texts import card_texts_for_tests
 
     with connection.cursor() as cursor:
         cursor.execute(
@@ -402,7 +386,12 @@ def new_release(project, with_images: bool = False):
     rule = rule_clean({"include": include, "with_images": with_images}, explicit=True)
     job = Job.objects.create(project=project, kind=Job.Kind.EXPORT, parameters={"rule": rule})
     return Release.objects.create(
-        project=project, version=1, rule=rule, card_text=card_text_clean(CARD), code_version=code_version(), job=job
+        project=project,
+        version=1,
+        rule=rule,
+        card_text=card_text_clean(card_texts_for_tests()),
+        code_version=code_version(),
+        job=job,
     )
 
 
@@ -423,7 +412,7 @@ def labels_parquet(project, rule: dict, out_dir: Path) -> dict:
     pseudonyms = dict(Membership.objects.filter(project=project).values_list("id", "pseudonym"))
     parts = {"read + final tones (release_chunks)": 0.0, "rows to Arrow (label_table)": 0.0, "Parquet write": 0.0}
     with TableWriter(out_dir, "labels", LABELS_SCHEMA, formats=("parquet",)) as writer:
-        chunks = release_chunks(project, rule, context=context, details=True)
+        chunks = release_chunks(project, rule, context=context, details=True, baselines=False)
         while True:
             t0 = time.perf_counter()
             chunk = next(chunks, None)

@@ -63,23 +63,6 @@ from bench_labeling import PG, free_port, gunicorn, pg_admin, small_jpeg  # noqa
 
 DB_NAME = "fairtone_bench_soak"
 GOAL_RATIO = 3.0
-CARD = {
-    "motivation": "Soak benchmark.",
-    "intended_uses": "None: benchmark data.",
-    "out_of_scope_uses": "Everything.",
-    "licence": "CC0",
-    "contacts": "bench@example.org",
-    "consent": "Synthetic images.",
-    "collection_source": "Synthetic images.",
-    "collection_time_frame": "Generated for the benchmark.",
-    "collection_devices": "None: synthetic.",
-    "collected_by": "The benchmark script.",
-    "pre_filtering": "None.",
-    "labeler_recruitment": "Simulated labelers.",
-    "compensation": "None: simulated.",
-    "working_conditions": "None: simulated.",
-    "maintenance_plan": "Deleted after the benchmark.",
-}
 
 
 def parse_args() -> argparse.Namespace:
@@ -389,6 +372,7 @@ class Lead(threading.Thread):
         from labeling.models import Job, Project, Release
         from labeling.services.baselines import baseline_run_start
         from labeling.services.releases import CATEGORIES, release_request
+        from tests.card_texts import card_texts_for_tests
 
         project = Project.objects.get(pk=self.project_id)
         lead = get_user_model().objects.get(pk=self.lead_id)
@@ -401,7 +385,7 @@ class Lead(threading.Thread):
                             project=project,
                             user=lead,
                             rule={"include": dict.fromkeys(CATEGORIES, True)},
-                            card_text=CARD,
+                            card_text=card_texts_for_tests(),
                         )
                         self.releases.append(release.pk)
                     except ValidationError as exc:

@@ -15,27 +15,12 @@ from labeling.services.labels import label_submit
 from labeling.services.phases import calibration_configure, phase_close, phase_open
 from labeling.services.projects import project_create
 from labeling.services.scales import scales_ensure_builtin
+from tests.card_texts import card_texts_for_tests
 from tests.factories import MembershipFactory, UserFactory, make_image
 
 pytestmark = pytest.mark.browser
 PASSWORD = "pw-test-123"
-CARD = {
-    "motivation": "Check a face model for skin-tone bias.",
-    "intended_uses": "Fairness evaluation.",
-    "out_of_scope_uses": "Inferring anyone's skin tone.",
-    "licence": "CC BY 4.0",
-    "contacts": "team@example.org",
-    "consent": "Written consent of every person photographed.",
-    "collection_source": "Portraits taken for this study in two community centres.",
-    "collection_time_frame": "2024-03-01 to 2024-06-30",
-    "collection_devices": "Two phone cameras (iPhone 13, Pixel 7), daylight and ring light.",
-    "collected_by": "Two paid research assistants of the project.",
-    "pre_filtering": "Removed: bad lighting, occlusion, less than 2.5% visible skin (by hand).",
-    "labeler_recruitment": "Four staff volunteers from three regions of upbringing.",
-    "compensation": "Paid working time at the staff hourly rate.",
-    "working_conditions": "At most two hours a day, breaks every 30 minutes, calibrated office screens.",
-    "maintenance_plan": "The fairness team maintains it for three years; errors by e-mail.",
-}
+CARD = card_texts_for_tests(consent="Written consent of every person photographed.")  # looked for in the card
 
 
 @pytest.fixture

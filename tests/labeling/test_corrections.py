@@ -76,19 +76,19 @@ def test_a_labeler_change_after_a_correction_keeps_both_lines_and_the_correction
 
 def test_release_current_revision_follows_the_same_rule():
     """The release's per-label facts name the revision the label mirrors, not a later own change."""
-    from labeling.services.releases.finalise import _revisions
+    import numpy as np
 
-    rows = [
-        # label_id, image_id, revision_id, tone_order, client_info, is_correction, reason, is_own_change
-        (1, 10, 101, "[]", "{}", False, "", True),
-        (1, 10, 102, "[]", "{}", True, "slip", False),
-        (1, 10, 103, "[]", "{}", False, "", True),
-        (2, 11, 201, "[]", "{}", False, "", True),
-        (2, 11, 202, "[]", "{}", False, "", True),
-    ]
-    facts = _revisions(rows)
-    assert facts[1][0] == 102 and facts[1][3] is True and facts[1][4] == "slip"
-    assert facts[2][0] == 202 and facts[2][3] is False
+    from labeling.services.releases.finalise import revision_facts
+
+    # Rows by label and number: label 1 = own answer, a correction, a later own change; label 2 = two own
+    # answers; label 3 = a correction, then a second correction.
+    label_ids = np.array([1, 1, 1, 2, 2, 3, 3])
+    is_correction = np.array([False, True, False, False, False, True, True])
+    is_own_change = np.array([True, False, True, True, True, False, False])
+    starts, current, latest_correction = revision_facts(label_ids, is_correction, is_own_change)
+    assert starts.tolist() == [0, 3, 5]
+    assert current.tolist() == [1, 4, 6]
+    assert latest_correction.tolist() == [1, -1, 6]
 
 
 def test_a_revision_never_changes_in_the_database_either(setup):

@@ -33,26 +33,17 @@ from labeling.services.labels import label_correct
 from labeling.services.phases import phase_get
 from labeling.services.releases import build as build_module
 from labeling.services.review import review_candidates
+from tests.card_texts import card_texts_for_tests
 from tests.factories import MembershipFactory, UserFactory
 from tests.labeling.helpers import add_images
 
-CARD = {
-    "motivation": "Evaluate skin-tone fairness of a face model.",
-    "intended_uses": "Fairness evaluation only.",
-    "out_of_scope_uses": "Training models to infer anyone's skin tone.",
-    "licence": "CC BY 4.0",
-    "contacts": "fairness-team@example.org",
-    "consent": "Every person photographed agreed in writing.",
-    "collection_source": "Portraits taken for this study in two community centres.",
-    "collection_time_frame": "2024-03-01 to 2024-06-30",
-    "collection_devices": "Two phone cameras (iPhone 13, Pixel 7), daylight and ring light.",
-    "collected_by": "Two paid research assistants of the project.",
-    "pre_filtering": "Removed: bad lighting, occlusion, less than 2.5% visible skin (by hand).",
-    "labeler_recruitment": "Four staff volunteers from three regions of upbringing.",
-    "compensation": "Paid working time at the staff hourly rate.",
-    "working_conditions": "At most two hours a day, breaks every 30 minutes, calibrated office screens.",
-    "maintenance_plan": "The fairness team maintains it for three years; errors by e-mail.",
-}
+#: Texts the tests look for stay explicit (consent in the card, the dates croissant.json reads, the licence
+#: it maps to SPDX); every other required field gets its own text.
+CARD = card_texts_for_tests(
+    consent="Every person photographed agreed in writing.",
+    collection_time_frame="2024-03-01 to 2024-06-30",
+    licence="CC BY 4.0",
+)
 INCLUDE_ALL = dict.fromkeys(svc.CATEGORIES, True)
 SECRET_NAMES = ("ann.secret", "bob.secret", "cy.secret", "dee.secret")
 
@@ -267,6 +258,17 @@ def test_rule_validation_names_each_bad_field():
     with pytest.raises(ValidationError) as missing:
         svc.card_text_clean({**CARD, "licence": " ", "consent": ""})
     assert set(missing.value.message_dict) == {"card_text.licence", "card_text.consent"}
+
+
+def test_card_texts_for_tests_fill_every_required_field_from_card_fields():
+    """The tests' and benches' card (``tests.card_texts``) follows CARD_FIELDS: every required field has a
+    text of its own, the explicit ones as given; a name that is not a field is refused."""
+    texts = card_texts_for_tests(consent="Given.")
+    assert set(texts) == set(svc.CARD_REQUIRED) and texts["consent"] == "Given."
+    assert len(set(texts.values())) == len(texts)
+    assert svc.card_text_clean(texts)  # accepted: nothing required is missing
+    with pytest.raises(KeyError, match="colour"):
+        card_texts_for_tests(colour="blue")
 
 
 # --------------------------------------------------------------------------- readiness

@@ -9,13 +9,15 @@ change, a post-calibration relabel or a lead's correction). Which labels count f
 * a labeler counts at most once per image (their label of the latest of the chosen phases).
 
 Nothing here holds the project's labels at once: images are read in chunks of :data:`CHUNK_IMAGES`
-(by id); the labels, their revisions and the baselines are each one query ordered by image id, read
-through server-side cursors as the chunks advance (plain tuples, no model instances; JSON columns as their
-text, decoded once per distinct value by ``tables``).
+(by id); the labels (joined with their revisions when the files need them) and the baselines are each one
+query ordered by image id, read through server-side cursors as the chunks advance (plain tuples, no model
+instances; JSON columns as their text, decoded once per distinct value by ``tables``).
 """
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -23,7 +25,7 @@ from typing import Any
 
 import numpy as np
 from django.db import connection
-from django.db.models import Q, TextField
+from django.db.models import TextField
 from django.db.models.functions import Cast
 
 from metrics.agreement import OUTLIER_DISTANCE
@@ -42,7 +44,7 @@ from .rules import CATEGORIES
 CHUNK_IMAGES = 2000
 #: Rows per round trip when the project's images are streamed from the database.
 DB_CHUNK = 2000
-#: Rows per round trip when the labels, revisions and baselines are streamed from the database (each
+#: Rows per round trip when the labels (with their revisions) and baselines are streamed from the database (each
 #: fetch is held by the driver while it is read: 10,000 added about 10 MB to a build's RSS at 250,000 images).
 STREAM_ROWS = 2000
 
@@ -57,7 +59,6 @@ LABEL_FIELDS = (
     "value",
     "uncertain",
     "skip_reason",
-    "is_valid",
     "time_spent_ms",
     "n_revisions",
 )
@@ -70,14 +71,14 @@ class Chunk:
 
     images: list[tuple]  # IMAGE_FIELDS, by id
     image_ids: np.ndarray
-    labels: list[tuple]  # LABEL_FIELDS, by (image id, label id)
     label_image: np.ndarray  # position of each label's image in ``images``
     counted: np.ndarray  # bool per label
     final: dict[str, np.ndarray]
     categories: dict[str, np.ndarray]  # category -> bool per image
-    # label id -> [current revision id, its tone order (JSON text), its client info (JSON text), corrected,
-    # the reason of the latest correction or None]
-    revisions: dict[int, list] = field(default_factory=dict)
+    # Per label (as ``label_columns``): its current revision's id, tone order (JSON text) and client info (JSON
+    # text) (None for a label without a revision), whether it was corrected (a bool array), the reason of
+    # its latest correction (None: none). Empty without ``details``.
+    revision_columns: list = field(default_factory=list)
     baselines: dict[int, tuple] = field(default_factory=dict)  # image id -> current baseline row (flags: JSON text)
     # LABEL_FIELDS as columns (tuples, one value per label), and as arrays: labeler ids, values (NaN: none).
     label_columns: list[tuple] = field(default_factory=list)
@@ -276,58 +277,99 @@ def _whole_result_plans() -> Iterator[None]:
             cursor.execute("SELECT set_config('cursor_tuple_fraction', %s, false)", [previous])
 
 
-def _label_stream(phase_ids: list[int]) -> _Stream:
-    """Every label of the phases, by (image id, label id): one query for the release, streamed."""
-    rows = (
-        Label.objects.filter(phase_id__in=phase_ids)
-        .order_by("image_id", "id")
-        .values_list(*LABEL_FIELDS)
-        .iterator(chunk_size=STREAM_ROWS)
-    )
-    return _Stream(rows, 1)
+#: The revision columns joined to each label row when the files need them (after ``LABEL_FIELDS``).
+REVISION_FIELDS = (
+    "revisions__id",
+    "revision_tone_order",
+    "revision_client_info",
+    "revisions__source",
+    "revisions__reason",
+)
+_OWN_CHANGES = (LabelRevision.Source.LABELER.value, LabelRevision.Source.CHANGE.value)
 
 
-def _revision_stream(phase_ids: list[int]) -> _Stream:
-    """Every revision of the phases' labels, by (image id, label id, number), JSON as its text: one query."""
-    rows = (
-        LabelRevision.objects.filter(label__phase_id__in=phase_ids)
-        .order_by("label__image_id", "label_id", "number")
-        .annotate(
-            tone_order_text=Cast("tone_order", TextField()),
-            client_info_text=Cast("client_info", TextField()),
-            is_correction=Q(source=LabelRevision.Source.CORRECTION),
-            is_own_change=Q(source__in=[LabelRevision.Source.LABELER, LabelRevision.Source.CHANGE]),
+def _label_stream(phase_ids: list[int], *, with_revisions: bool) -> _Stream:
+    """Every label of the phases, by (image id, label id): one query for the release, streamed.
+
+    ``with_revisions``: one row per revision of each label instead (by number; a label without a revision
+    once, its revision columns None), the revision's JSON as its text: the labels and their revisions in
+    one sort instead of two merged streams."""
+    labels = Label.objects.filter(phase_id__in=phase_ids)
+    if not with_revisions:
+        rows = labels.order_by("image_id", "id").values_list(*LABEL_FIELDS)
+    else:
+        rows = (
+            labels.order_by("image_id", "id", "revisions__number")
+            .annotate(
+                revision_tone_order=Cast("revisions__tone_order", TextField()),
+                revision_client_info=Cast("revisions__client_info", TextField()),
+            )
+            .values_list(*LABEL_FIELDS, *REVISION_FIELDS)
         )
-        .values_list(
-            "label_id",
-            "label__image_id",
-            "id",
-            "tone_order_text",
-            "client_info_text",
-            "is_correction",
-            "reason",
-            "is_own_change",
-        )
-        .iterator(chunk_size=STREAM_ROWS)
-    )
-    return _Stream(rows, 1)
+    return _Stream(rows.iterator(chunk_size=STREAM_ROWS), 1)
 
 
-def _revisions(rows: list[tuple]) -> dict[int, list]:
-    """Per label: its current revision's id, tone order and display (as JSON text), and its corrections
-    (whether any, the latest one's reason); ``rows`` by label and number. The current revision is the one
-    ``Label`` mirrors: a labeler's own change after a correction does not replace it
+def revision_facts(
+    label_ids: np.ndarray, is_correction: np.ndarray, is_own_change: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Which revision is each label's current one, and which its latest correction; rows by label and number.
+
+    Returns per label (in the rows' order): its first row, the row of its current revision, the row of its
+    latest correction (-1: never corrected). The current revision is the one ``Label`` mirrors: the latest,
+    except that a labeler's own change after a correction does not replace it
     (``services.labels.revision_counts``)."""
-    out: dict[int, list] = {}
-    for label_id, _image_id, revision_id, tone_order, client_info, is_correction, reason, is_own_change in rows:
-        facts = out.get(label_id)
-        if facts is None:
-            facts = out[label_id] = [revision_id, tone_order, client_info, False, None]
-        elif not (facts[3] and is_own_change):
-            facts[0], facts[1], facts[2] = revision_id, tone_order, client_info
-        if is_correction:
-            facts[3], facts[4] = True, reason
-    return out
+    n = label_ids.size
+    if not n:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
+    starts = np.flatnonzero(np.concatenate(([True], label_ids[1:] != label_ids[:-1])))
+    corrections = is_correction.astype(np.int64)
+    before = np.cumsum(corrections) - corrections  # corrections in the rows before each row
+    group = np.repeat(np.arange(starts.size), np.diff(np.append(starts, n)))
+    earlier_corrections = before - before[starts][group]  # ... of the same label
+    row = np.arange(n, dtype=np.int64)
+    current = np.maximum.reduceat(np.where(is_own_change & (earlier_corrections > 0), -1, row), starts)
+    latest_correction = np.maximum.reduceat(np.where(is_correction, row, -1), starts)
+    return starts, current, latest_correction
+
+
+def _take(rows: list[tuple], index: np.ndarray) -> list[tuple] | tuple[tuple, ...]:
+    """The rows at ``index`` (one C call, not a Python loop)."""
+    if index.size == len(rows):  # every row (``index`` is then 0, 1, 2, ...)
+        return rows
+    if index.size == 1:
+        return (rows[int(index[0])],)
+    return operator.itemgetter(*index.tolist())(rows)
+
+
+def _column(rows: list[tuple] | tuple[tuple, ...], k: int) -> tuple:
+    """The ``k``-th value of each row (``map`` in C: ``zip(*rows)`` makes an iterator per row, 2x slower)."""
+    return tuple(map(operator.itemgetter(k), rows))
+
+
+def _split_revisions(rows: list[tuple]) -> tuple[list[tuple], list]:
+    """Label rows joined with their revisions (``LABEL_FIELDS`` + ``REVISION_FIELDS``, by label and number)
+    -> the label columns (one value per label) and the revision columns of ``Chunk.revision_columns``."""
+    n_fields = len(LABEL_FIELDS)
+    if not rows:
+        return [()] * n_fields, [(), (), (), np.zeros(0, dtype=bool), []]
+    label_ids = np.fromiter(map(operator.itemgetter(0), rows), dtype=np.int64, count=len(rows))
+    # Each revision's source as 1 (a correction), 2 (the labeler's own answer or change) or 0.
+    kinds = dict.fromkeys(_OWN_CHANGES, 2) | {LabelRevision.Source.CORRECTION.value: 1}
+    sources = map(operator.itemgetter(n_fields + 3), rows)
+    kind = np.fromiter(map(kinds.get, sources, itertools.repeat(0)), dtype=np.int8, count=len(rows))
+    starts, current, correction = revision_facts(label_ids, kind == 1, kind == 2)
+    first_rows = _take(rows, starts)
+    current_rows = first_rows if np.array_equal(current, starts) else _take(rows, current)
+    corrected = correction >= 0
+    reasons: list[str | None] = [None] * starts.size
+    for position, row in zip(np.flatnonzero(corrected).tolist(), correction[corrected].tolist(), strict=True):
+        reasons[position] = rows[row][n_fields + 4]
+    return [_column(first_rows, k) for k in range(n_fields)], [
+        *(_column(current_rows, n_fields + k) for k in range(3)),
+        corrected,
+        reasons,
+    ]
 
 
 BASELINE_FIELDS = (
@@ -373,25 +415,32 @@ def release_chunks(
     *,
     context: Context | None = None,
     details: bool = False,
+    baselines: bool | None = None,
     chunk_images: int | None = None,
 ) -> Iterator[Chunk]:
     """The project's images in chunks (by id), each with its labels, what counts and the final tones.
 
-    ``details``: also each label's current revision facts and each image's current baseline (for the files).
+    ``details``: also each label's current revision facts and (unless ``baselines`` is False) each image's
+    current baseline (for the files; the labels table alone does not need the baselines).
     """
     context = context or context_load(project, rule)
     phase_ids = sorted(context.phase_kind)
-    # The labels and revisions are each one query ordered by image id, read as the chunks of images advance
-    # (one sort in the database instead of an index lookup per label).
+    with_baselines = details if baselines is None else baselines
+    # The labels (with their revisions) and the baselines are each one query ordered by image id, read as the
+    # chunks of images advance (one sort in the database instead of an index lookup per label).
     with _whole_result_plans():
-        label_stream = _label_stream(phase_ids)
-        revision_stream = _revision_stream(phase_ids) if details else None
-        baseline_stream = _baseline_stream(project) if details else None
+        label_stream = _label_stream(phase_ids, with_revisions=details)
+        baseline_stream = _baseline_stream(project) if with_baselines else None
     for images in _image_chunks(project, chunk_images or CHUNK_IMAGES):
         image_ids = np.array([row[0] for row in images], dtype=np.int64)
         hi = int(image_ids[-1])
-        labels = label_stream.until(hi)
-        columns = list(zip(*labels)) if labels else [()] * len(LABEL_FIELDS)
+        rows = label_stream.until(hi)
+        revision_columns: list = []
+        if details:
+            columns, revision_columns = _split_revisions(rows)
+        else:
+            columns = [_column(rows, k) for k in range(len(LABEL_FIELDS))]
+        del rows
         label_image = np.searchsorted(image_ids, np.array(columns[1], dtype=np.int64))
         labeler = np.array(columns[3], dtype=np.int64)
         rank = np.array([context.phase_rank[phase_id] for phase_id in columns[2]], dtype=np.int64)
@@ -412,7 +461,6 @@ def release_chunks(
         chunk = Chunk(
             images=images,
             image_ids=image_ids,
-            labels=labels,
             label_image=label_image,
             counted=counted,
             final=final,
@@ -424,12 +472,12 @@ def release_chunks(
                 context,
             ),
             label_columns=columns,
+            revision_columns=revision_columns,
             label_labeler=labeler,
             label_value=values,
             lead_reasons=lead_reasons,
         )
-        if details:
-            chunk.revisions = _revisions(revision_stream.until(hi))
+        if baseline_stream is not None:
             chunk.baselines = {row[0]: row for row in baseline_stream.until(hi)}
         yield chunk
 

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from metrics import agreement
 
@@ -295,19 +296,32 @@ def _tones(low: tuple, high: tuple, tone_names: dict[int, str]) -> tuple[pa.Arra
     )
 
 
-def _shared_lists(rows: list[tuple], value_type: pa.DataType) -> pa.Array:
-    """A list column whose rows repeat a few distinct tuples: each distinct one converted once, then gathered."""
-    codes: dict[tuple, int] = {}
-    index = np.fromiter((codes.setdefault(row, len(codes)) for row in rows), dtype=np.int64, count=len(rows))
-    distinct = list(codes)
+def _gathered_lists(distinct: list[tuple], index: np.ndarray, value_type: pa.DataType) -> pa.Array:
+    """A list column of ``distinct[i]`` for each ``i`` of ``index`` (a column whose rows repeat a few distinct
+    tuples: each distinct one converted once, then gathered)."""
     lengths = np.array([len(row) for row in distinct], dtype=np.int64)
     flat = pa.array([value for row in distinct for value in row], type=value_type)
     starts = np.cumsum(lengths) - lengths
     row_lengths = lengths[index]
-    offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+    offsets = np.zeros(index.size + 1, dtype=np.int64)
     np.cumsum(row_lengths, out=offsets[1:])
     gather = np.repeat(starts[index] - offsets[:-1], row_lengths) + np.arange(offsets[-1], dtype=np.int64)
     return _list_array(offsets, flat.take(pa.array(gather, type=pa.int64())))
+
+
+def _encoded(texts: tuple) -> tuple[list[str | None], np.ndarray]:
+    """The distinct texts of a column (None last, once, if any) and each row's index among them (C loops)."""
+    encoded = pa.array(texts, type=pa.string()).dictionary_encode()
+    distinct = encoded.dictionary.to_pylist()
+    index = encoded.indices.fill_null(len(distinct)).to_numpy(zero_copy_only=False).astype(np.int64)
+    return [*distinct, None], index
+
+
+def _mapped(values: np.ndarray, mapping: dict, value_type: pa.DataType) -> pa.Array:
+    """``mapping[v]`` for each of ``values`` (ints): each distinct value looked up once, then gathered."""
+    distinct, index = np.unique(values, return_inverse=True)
+    names = pa.array([mapping.get(v) for v in distinct.tolist()], type=value_type)
+    return names.take(pa.array(index.reshape(-1), type=pa.int64()))
 
 
 def label_table(
@@ -321,37 +335,42 @@ def label_table(
 
     Built column by column (no Python object per cell but the few a column needs); JSON texts are decoded
     once per distinct text."""
-    n = len(chunk.labels)
+    n = len(chunk.label_columns[0]) if chunk.label_columns else 0
     (label_id, image_id, phase_id, labeler_id, is_repeat, low, high, value, uncertain, skip_reason) = (
         chunk.label_columns[:10] if n else [()] * 10
     )
-    time_spent_ms, n_revisions = chunk.label_columns[11:13] if n else ((), ())
-    no_facts = (None, None, None, False, None)
-    facts = [chunk.revisions.get(i, no_facts) for i in label_id]
+    time_spent_ms, n_revisions = chunk.label_columns[10:12] if n else ((), ())
+    revision_id, tone_order, client_info, corrected, correction_reason = chunk.revision_columns if n else [()] * 5
     order = tuple(project_order)
     tones, names = _tones(low, high, tone_names)
-    phase_kind = context.phase_kind
+    values = pa.array(value, type=pa.float64())
+    reasons = pa.array(skip_reason, type=pa.string())
+    skipped = pc.greater(pc.utf8_length(reasons), 0)
+    orders, order_index = _encoded(tone_order)
+    displays, display_index = _encoded(client_info)
     columns = {
         "label_id": pa.array(label_id, type=pa.int64()),
-        "revision_id": pa.array([f[0] for f in facts], type=pa.int64()),
+        "revision_id": pa.array(revision_id, type=pa.int64()),
         "image_id": pa.array(image_id, type=pa.int64()),
-        "labeler": pa.array([pseudonyms.get(i) for i in labeler_id], type=pa.string()),
-        "phase": pa.array([phase_kind[i] for i in phase_id], type=pa.string()),
+        "labeler": _mapped(np.array(labeler_id, dtype=np.int64), pseudonyms, pa.string()),
+        "phase": _mapped(np.array(phase_id, dtype=np.int64), context.phase_kind, pa.string()),
         "tones": tones,
         "tone_names": names,
-        "value": pa.array(value, type=pa.float64()),
-        "valid": pa.array([v is not None for v in value], type=pa.bool_()),
+        "value": values,
+        "valid": values.is_valid(),
         "uncertain": pa.array(np.array(uncertain, dtype=bool), type=pa.bool_()),
-        "skipped": pa.array([bool(r) for r in skip_reason], type=pa.bool_()),
-        "skip_reason": pa.array([r or None for r in skip_reason], type=pa.string()),
+        "skipped": skipped,
+        "skip_reason": pc.if_else(skipped, reasons, pa.scalar(None, pa.string())),
         "time_spent_s": pa.array(np.array(time_spent_ms, dtype=np.int64) / 1000, type=pa.float64()),
         "n_revisions": pa.array(n_revisions, type=pa.int64()),
-        "corrected": pa.array([f[3] for f in facts], type=pa.bool_()),
-        "correction_reason": pa.array([f[4] for f in facts], type=pa.string()),
+        "corrected": pa.array(np.asarray(corrected, dtype=bool), type=pa.bool_()),
+        "correction_reason": pa.array(correction_reason, type=pa.string()),
         "is_repeat": pa.array(np.array(is_repeat, dtype=bool), type=pa.bool_()),
         "counted": pa.array(chunk.counted, type=pa.bool_()),
-        "tone_order": _shared_lists([_tone_order(f[1]) or order for f in facts], pa.int64()),
-        "display": pa.array([_display(f[2]) for f in facts], type=pa.string()),
+        "tone_order": _gathered_lists([_tone_order(t) or order for t in orders], order_index, pa.int64()),
+        "display": pa.array([_display(t) for t in displays], type=pa.string()).take(
+            pa.array(display_index, type=pa.int64())
+        ),
     }
     return pa.table(columns, schema=LABELS_SCHEMA)
 
