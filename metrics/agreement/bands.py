@@ -12,7 +12,8 @@ the deep end of the scale, where images are rarest and where labelers differ mos
   on the same image), positive = deeper, with a t interval whose standard error is cluster-robust (CR1 over
   images, or over subjects when people repeat; ``G - 1`` degrees of freedom [CameronGelbachMiller2008]);
 * **Krippendorff's alpha** (ordinal) with its BCa bootstrap interval over images or subjects
-  (:func:`~metrics.agreement.bootstrap_alpha`).
+  (:func:`~metrics.agreement.bootstrap_alpha`), or from ``asymptotic_min_units`` units in the band on
+  its delta-method interval (:func:`~metrics.agreement.delta_alpha_levels`, cluster-robust).
 
 Banding by the consensus conditions on the outcome, and two things follow.
 
@@ -52,7 +53,8 @@ import numpy.typing as npt
 from ..intervals import wilson_interval
 from ..rounding import round_half_up
 from ._data import LevelOfMeasurement, _as_reliability_data, _check_level
-from .bootstrap import AlphaBootstrap, bootstrap_alpha
+from .asymptotic import ASYMPTOTIC_MIN_UNITS, DeltaInterval, alpha_intervals
+from .bootstrap import AlphaBootstrap
 from .clustered import clustered_proportion
 
 __all__ = [
@@ -135,7 +137,7 @@ class ToneBandAgreement:
     n_units: int
     n_labels: int
     near_consensus: BandShare
-    alpha: AlphaBootstrap | None
+    alpha: AlphaBootstrap | DeltaInterval | None
     bias: tuple[LabelerBandBias, ...]
 
     @property
@@ -280,6 +282,7 @@ def agreement_by_band(
     n_resamples: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
+    asymptotic_min_units: int = ASYMPTOTIC_MIN_UNITS,
 ) -> BandAgreement:
     """Near consensus, each labeler's signed bias and alpha in each tone band of the scale.
 
@@ -307,6 +310,9 @@ def agreement_by_band(
         the bootstrap.
     level_of_measurement, n_resamples, confidence, seed
         As in :func:`~metrics.agreement.bootstrap_alpha`.
+    asymptotic_min_units : int
+        From this many units in a band on, alpha's interval is the delta method's
+        (:func:`~metrics.agreement.alpha_intervals`); below, the BCa bootstrap's.
 
     Returns
     -------
@@ -363,14 +369,16 @@ def agreement_by_band(
         n_units = int(np.count_nonzero(np.bincount(band_units, minlength=n_all_units)))
         alpha = None
         if with_alpha and n_units >= max(1, alpha_min_units):
-            alpha = bootstrap_alpha(
+            alpha = alpha_intervals(
                 data[:, in_band],
-                level_of_measurement,
+                (level_of_measurement,),
                 n_resamples=n_resamples,
                 confidence=confidence,
                 seed=seed,
                 clusters=band_units if clustered else None,
-            )
+                n_units=n_units,
+                min_units=asymptotic_min_units,
+            )[level_of_measurement]
         bias = []
         for position, name in enumerate(names):
             usable = in_band & present[position] & (n_valid >= 2)
