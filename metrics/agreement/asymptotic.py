@@ -35,7 +35,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from ._data import LevelOfMeasurement, _as_reliability_data, _check_level, _domain
+from ._data import LevelOfMeasurement, _as_reliability_data, _check_level, _domain, _unit_codes
 from .bootstrap import (
     AlphaBootstrap,
     CoefficientInterval,
@@ -130,8 +130,13 @@ def _unit_index(clusters: npt.ArrayLike | None, n_items: int) -> tuple[np.ndarra
     group = np.asarray(clusters).ravel()
     if group.size != n_items:
         raise ValueError("clusters must have one entry per item.")
-    keys, index = np.unique(group, return_inverse=True)
-    return index.ravel(), int(keys.size)
+    if group.size == 0:
+        return np.zeros(0, dtype=np.intp), 0
+    return _unit_codes(group)
+
+
+def _n_units(group: np.ndarray) -> int:
+    return _unit_codes(group)[1] if group.size else 0
 
 
 def delta_alpha_levels(
@@ -304,7 +309,7 @@ def cohen_kappa_interval(
     x = np.asarray(a, dtype=np.float64).ravel()
     y = np.asarray(b, dtype=np.float64).ravel()
     both = ~np.isnan(x) & ~np.isnan(y)
-    n_units = int(both.sum()) if clusters is None else int(np.unique(np.asarray(clusters).ravel()[both]).size)
+    n_units = int(both.sum()) if clusters is None else _n_units(np.asarray(clusters).ravel()[both])
     if n_units >= min_units:
         return delta_cohen_kappa(x, y, categories=categories, weights=weights, clusters=clusters, confidence=confidence)
     return bootstrap_cohen_kappa(
@@ -387,9 +392,7 @@ def alpha_intervals(
             pairable = (~np.isnan(data)).sum(axis=0) >= 2 if data.size else np.zeros(0, dtype=bool)
         else:
             pairable = np.asarray(counts).sum(axis=1) >= 2
-        n_units = (
-            int(pairable.sum()) if clusters is None else int(np.unique(np.asarray(clusters).ravel()[pairable]).size)
-        )
+        n_units = int(pairable.sum()) if clusters is None else _n_units(np.asarray(clusters).ravel()[pairable])
     if n_units >= min_units:
         return dict(
             delta_alpha_levels(

@@ -124,7 +124,7 @@ def test_delta_kappas_cover_95_percent() -> None:
         k = delta_cohen_kappa(values[0], values[3], categories=categories, clusters=subject)
         kappa_hits += k.low <= kappa_true <= k.high
         # Fleiss' kappa over images with one photo per person (its interval resamples images).
-        single, _ = study(np.random.default_rng(20000 + rep), ASYMPTOTIC_MIN_UNITS, photos_mean=0.0)
+        single, _ = study(np.random.default_rng(20000 + rep), ASYMPTOTIC_MIN_UNITS, missing=0.0, photos_mean=0.0)
         f = delta_fleiss_kappa(_fleiss_counts(single))
         fleiss_hits += f.low <= fleiss_true <= f.high
     assert 0.905 <= kappa_hits / reps <= 0.99, kappa_hits / reps
