@@ -167,6 +167,7 @@ def delta_alpha_levels(
     if (reliability_data is None) == (counts is None):
         raise ValueError("Give either reliability_data or counts, not both.")
     if counts is None:
+        assert reliability_data is not None  # one of the two, checked above
         data = _as_reliability_data(reliability_data)
         values, count_matrix = (np.zeros(0), np.zeros((0, 0))) if data.size == 0 else _domain(data, value_domain)
     else:
@@ -198,7 +199,7 @@ def delta_alpha_levels(
     contributions /= (patterns.sum(axis=1) - 1)[:, None]
     frequency = np.bincount(pattern.ravel(), minlength=patterns.shape[0]).astype(np.float64)
     total = frequency @ contributions
-    out = {}
+    out: dict[str, DeltaInterval] = {}
     for level in levels:
         statistic = functools.partial(_alpha_batch, values=values, level=level)
         estimate = float(statistic(total[None, :])[0])
@@ -388,6 +389,7 @@ def alpha_intervals(
     items' units) is counted when not given."""
     if n_units is None:
         if counts is None:
+            assert reliability_data is not None
             data = _as_reliability_data(reliability_data)
             pairable = (~np.isnan(data)).sum(axis=0) >= 2 if data.size else np.zeros(0, dtype=bool)
         else:
