@@ -41,10 +41,25 @@ the implementation, one family each:
   band of the scale, with intervals), ``agreement_by_band_long``, ``tone_band_edges``;
 * ``consensus``: ``image_consensus``, ``consensus_table``,
   ``selections_to_arrays``, ``selection_values``;
+* ``asymptotic``: delta-method (linearised, cluster-robust) intervals of alpha and the kappas for many
+  units, and the functions that choose them over the bootstrap from ``ASYMPTOTIC_MIN_UNITS`` units on;
 * ``_data`` (private): reliability data -> value codes -> count matrix.
 """
 
 from ._data import LevelOfMeasurement
+from .asymptotic import (
+    ASYMPTOTIC_MIN_UNITS,
+    DELTA_METHOD,
+    DeltaInterval,
+    alpha_intervals,
+    cohen_kappa_interval,
+    delta_alpha_levels,
+    delta_cohen_kappa,
+    delta_fleiss_kappa,
+    fleiss_kappa_interval,
+    interval_q,
+    kappa_matrix_intervals_by_size,
+)
 from .bands import (
     RANGE_RESTRICTION_NOTE,
     BandAgreement,
@@ -97,6 +112,17 @@ from .krippendorff import (
 from .labelers import OUTLIER_DISTANCE, TestRetestResult, bias_change, labeler_bias, outlier_labels, test_retest
 
 __all__ = [
+    "ASYMPTOTIC_MIN_UNITS",
+    "DELTA_METHOD",
+    "DeltaInterval",
+    "alpha_intervals",
+    "cohen_kappa_interval",
+    "delta_alpha_levels",
+    "delta_cohen_kappa",
+    "delta_fleiss_kappa",
+    "fleiss_kappa_interval",
+    "interval_q",
+    "kappa_matrix_intervals_by_size",
     "ALPHA_INTERVAL_READINGS",
     "ALPHA_RELIABLE",
     "ALPHA_TENTATIVE",

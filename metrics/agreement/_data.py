@@ -89,3 +89,18 @@ def _domain(data: np.ndarray, value_domain: npt.ArrayLike | None) -> tuple[np.nd
         return domain, np.zeros((n_items, domain.size), dtype=np.int64)
     domain, codes = _value_codes(data, value_domain)
     return domain, _counts_from_codes(codes, domain.size)
+
+
+def _unit_codes(clusters: npt.ArrayLike) -> tuple[np.ndarray, int]:
+    """Each item's unit as a code ``0..G-1`` (in the order of the units' values) and ``G``.
+
+    The same codes as ``np.unique(clusters, return_inverse=True)``; when the units are already small
+    non-negative integers (the consensus service's subject codes) by a count instead of a sort or hash.
+    """
+    group = np.asarray(clusters).ravel()
+    if group.dtype.kind in "iu" and group.size and int(group.min()) >= 0 and int(group.max()) < 2 * group.size + 16:
+        present = np.bincount(group) > 0
+        code = np.cumsum(present) - 1
+        return code[group].astype(np.intp), int(code[-1]) + 1
+    keys, index = np.unique(group, return_inverse=True)
+    return index.ravel().astype(np.intp), int(keys.size)

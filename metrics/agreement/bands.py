@@ -12,7 +12,8 @@ the deep end of the scale, where images are rarest and where labelers differ mos
   on the same image), positive = deeper, with a t interval whose standard error is cluster-robust (CR1 over
   images, or over subjects when people repeat; ``G - 1`` degrees of freedom [CameronGelbachMiller2008]);
 * **Krippendorff's alpha** (ordinal) with its BCa bootstrap interval over images or subjects
-  (:func:`~metrics.agreement.bootstrap_alpha`).
+  (:func:`~metrics.agreement.bootstrap_alpha`), or from ``asymptotic_min_units`` units in the band on
+  its delta-method interval (:func:`~metrics.agreement.delta_alpha_levels`, cluster-robust).
 
 Banding by the consensus conditions on the outcome, and two things follow.
 
@@ -51,9 +52,10 @@ import numpy.typing as npt
 
 from ..intervals import wilson_interval
 from ..rounding import round_half_up
-from ._data import LevelOfMeasurement, _as_reliability_data, _check_level
-from .bootstrap import AlphaBootstrap, bootstrap_alpha
-from .clustered import clustered_proportion
+from ._data import LevelOfMeasurement, _as_reliability_data, _check_level, _unit_codes
+from .asymptotic import ASYMPTOTIC_MIN_UNITS, DeltaInterval, alpha_intervals
+from .bootstrap import AlphaBootstrap
+from .clustered import _student_t_quantile, clustered_proportion
 
 __all__ = [
     "RANGE_RESTRICTION_NOTE",
@@ -135,7 +137,7 @@ class ToneBandAgreement:
     n_units: int
     n_labels: int
     near_consensus: BandShare
-    alpha: AlphaBootstrap | None
+    alpha: AlphaBootstrap | DeltaInterval | None
     bias: tuple[LabelerBandBias, ...]
 
     @property
@@ -223,9 +225,10 @@ def _units(clusters: npt.ArrayLike | None, n_items: int) -> tuple[np.ndarray, bo
     group = np.asarray(clusters).ravel()
     if group.size != n_items:
         raise ValueError("clusters must have one entry per item.")
-    _, index = np.unique(group, return_inverse=True)
-    index = index.ravel().astype(np.intp)
-    return index, bool(np.unique(index).size < n_items)
+    if group.size == 0:
+        return np.zeros(0, dtype=np.intp), False
+    index, n_units = _unit_codes(group)
+    return index, bool(n_units < n_items)
 
 
 def _cluster_t_interval(
@@ -236,8 +239,6 @@ def _cluster_t_interval(
     ``units`` are unit indices in ``0..n_all_units-1`` (bincounts, no sort: 20 cells of 100,000 images
     took 1.3 s with ``np.unique``).
     """
-    from scipy.special import stdtrit
-
     mean = float(diff.mean()) if diff.size else math.nan
     per_unit = np.bincount(units, minlength=n_all_units)
     n_units = int(np.count_nonzero(per_unit))
@@ -247,7 +248,9 @@ def _cluster_t_interval(
     # A sum of squares, not ``@``: a BLAS dot took 30-45 ms on 100,000 units with busy cores (its threads
     # wait for each other), this takes well under a millisecond.
     variance = n_units / (n_units - 1) * float(np.square(residual_sums).sum()) / diff.size**2
-    half = float(stdtrit(n_units - 1, 1 - (1 - confidence) / 2)) * math.sqrt(variance)
+    # clustered's t quantile (within 1e-12 of scipy.special.stdtrit): importing scipy.special took 1.2 s
+    # of a fresh process's first dashboard.
+    half = _student_t_quantile(n_units - 1, confidence) * math.sqrt(variance)
     return mean - half, mean + half, n_units
 
 
@@ -280,6 +283,7 @@ def agreement_by_band(
     n_resamples: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
+    asymptotic_min_units: int = ASYMPTOTIC_MIN_UNITS,
 ) -> BandAgreement:
     """Near consensus, each labeler's signed bias and alpha in each tone band of the scale.
 
@@ -307,6 +311,9 @@ def agreement_by_band(
         the bootstrap.
     level_of_measurement, n_resamples, confidence, seed
         As in :func:`~metrics.agreement.bootstrap_alpha`.
+    asymptotic_min_units : int
+        From this many units in a band on, alpha's interval is the delta method's
+        (:func:`~metrics.agreement.alpha_intervals`); below, the BCa bootstrap's.
 
     Returns
     -------
@@ -363,14 +370,16 @@ def agreement_by_band(
         n_units = int(np.count_nonzero(np.bincount(band_units, minlength=n_all_units)))
         alpha = None
         if with_alpha and n_units >= max(1, alpha_min_units):
-            alpha = bootstrap_alpha(
+            alpha = alpha_intervals(
                 data[:, in_band],
-                level_of_measurement,
+                (level_of_measurement,),
                 n_resamples=n_resamples,
                 confidence=confidence,
                 seed=seed,
                 clusters=band_units if clustered else None,
-            )
+                n_units=n_units,
+                min_units=asymptotic_min_units,
+            )[level_of_measurement]
         bias = []
         for position, name in enumerate(names):
             usable = in_band & present[position] & (n_valid >= 2)

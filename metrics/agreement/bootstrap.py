@@ -806,6 +806,17 @@ def bootstrap_cohen_kappa(
     return CoefficientInterval(estimate, low, high, confidence, n_resamples, n_valid, n_units, "BCa", pct_low, pct_high)
 
 
+def _fleiss_batch(sums: np.ndarray) -> np.ndarray:
+    """Fleiss' kappa of a batch of summed item contributions ``[1, observed agreement, counts per category]``."""
+    observed = sums[:, 1] / sums[:, 0]
+    shares = sums[:, 2:] / sums[:, 2:].sum(axis=1, keepdims=True)
+    expected = (shares**2).sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kappa = (observed - expected) / (1 - expected)
+    kappa[~(expected < 1 - 1e-15)] = np.nan
+    return np.asarray(kappa)
+
+
 def bootstrap_fleiss_kappa(
     counts: npt.ArrayLike,
     n_resamples: int = 1000,
@@ -839,17 +850,8 @@ def bootstrap_fleiss_kappa(
     # One item's contribution: [1, its observed agreement, its counts per category].
     contributions = np.column_stack([np.ones(len(patterns)), agreement_of_item, patterns])
 
-    def statistic(sums: np.ndarray) -> np.ndarray:
-        observed = sums[:, 1] / sums[:, 0]
-        shares = sums[:, 2:] / sums[:, 2:].sum(axis=1, keepdims=True)
-        expected = (shares**2).sum(axis=1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            kappa = (observed - expected) / (1 - expected)
-        kappa[~(expected < 1 - 1e-15)] = np.nan
-        return np.asarray(kappa)
-
     estimate, low, high, pct_low, pct_high, kappas = _pattern_bootstrap(
-        contributions, frequency, statistic, n_resamples, confidence, seed
+        contributions, frequency, _fleiss_batch, n_resamples, confidence, seed
     )
     n_valid = int(np.count_nonzero(~np.isnan(kappas)))
     return CoefficientInterval(estimate, low, high, confidence, n_resamples, n_valid, n_items, "BCa", pct_low, pct_high)

@@ -10,7 +10,10 @@ How the phase dashboard stays fast (100,000 images x 4 labels):
 * one query per phase pulls the labels as columns, turned into NumPy arrays and
   pivoted to an images x labelers matrix with ``np.unique`` (``loading``);
   everything after that is vectorised (``consensus_table``, the count-matrix
-  alpha and its pattern bootstrap, bincounts; ``summary``, ``labelers``);
+  alpha and its pattern bootstrap, bincounts; ``summary``, ``labelers``); from
+  ``numbers.DELTA_MIN_UNITS`` images (or people) on, alpha's and the kappas' intervals
+  are the delta method's (``metrics.agreement.asymptotic``: cluster-robust, no
+  resampling), which cover as the bootstrap does there and agree with it;
 * the result is cached in Django's cache under (phase id, version), where the
   version is the phase's latest ``updated_at`` and a count of deleted labels
   (``caching``). A new, changed or deleted label changes the version, so a stale

@@ -20,9 +20,11 @@ from metrics import agreement
 from .numbers import (
     COEFFICIENT_MIN_UNITS,
     CONFIDENCE,
+    DELTA_MIN_UNITS,
     MIN_IMAGES,
     N_RESAMPLES,
     coefficient_stat,
+    interval_method,
     num,
     share_stat,
     too_little,
@@ -121,7 +123,7 @@ def _alpha(band: agreement.ToneBandAgreement, unit: str) -> dict:
     boot = band.alpha
     if boot is None or band.n_units < COEFFICIENT_MIN_UNITS:
         return coefficient_stat(math.nan, None, None, band.n_units, unit=unit)
-    return coefficient_stat(boot.estimate, boot.low, boot.high, band.n_units, unit=unit)
+    return coefficient_stat(boot.estimate, boot.low, boot.high, band.n_units, unit=unit, interval=interval_method(boot))
 
 
 def tone_band_block(
@@ -157,6 +159,7 @@ def tone_band_block(
         n_resamples=n_resamples,
         confidence=CONFIDENCE,
         seed=0,
+        asymptotic_min_units=DELTA_MIN_UNITS,
     )
     unit = "subjects in the band" if result.clustered else "images in the band"
     bands = [
@@ -182,6 +185,7 @@ def tone_band_block(
         "resampled": "subjects" if result.clustered else "images",
         "confidence": CONFIDENCE,
         "coefficient_min_units": COEFFICIENT_MIN_UNITS,
+        "delta_min_units": DELTA_MIN_UNITS,
         "min_images": MIN_IMAGES,
         "definition": BAND_DEFINITION,
         "bias_definition": BIAS_DEFINITION,

@@ -156,12 +156,14 @@ def _against_others(panel: _Panel, position: int, labeler_id: int) -> dict:
 
 
 def _alpha_without(panel: _Panel, position: int, labeler_id: int, n_images: int, reason: str | None) -> dict:
-    """Alpha of the other labelers with its BCa interval (a :func:`coefficient_stat`), and the change.
+    """Alpha of the other labelers with its BCa interval (the delta method's from ``DELTA_MIN_UNITS``
+    units on; a :func:`coefficient_stat`), and the change.
 
     The change (alpha without minus alpha of everyone) has no interval of its own; it is hidden with
     the same reason when alpha without the labeler is (too few images, or its interval too wide).
     """
     low = high = None
+    method = numbers.INTERVAL_METHOD
     others = np.delete(panel.values.T, position, axis=0)
     n_units, unit = n_images, "images with 2+ labels from the other labelers"
     if panel.clusters is not None:
@@ -169,10 +171,17 @@ def _alpha_without(panel: _Panel, position: int, labeler_id: int, n_images: int,
         n_units = int(np.unique(panel.clusters[(~np.isnan(others)).sum(axis=0) >= 2]).size)
         unit = "subjects with 2+ labels from the other labelers"
     if reason is None and n_units >= numbers.COEFFICIENT_MIN_UNITS:
-        boot = agreement.bootstrap_alpha(
-            others, n_resamples=N_RESAMPLES, confidence=CONFIDENCE, seed=0, clusters=panel.clusters
-        )
-        low, high = boot.low, boot.high
+        boot = agreement.alpha_intervals(
+            others,
+            ("ordinal",),
+            n_resamples=N_RESAMPLES,
+            confidence=CONFIDENCE,
+            seed=0,
+            clusters=panel.clusters,
+            n_units=n_units if panel.clusters is not None else None,
+            min_units=numbers.DELTA_MIN_UNITS,
+        )["ordinal"]
+        low, high, method = boot.low, boot.high, numbers.interval_method(boot)
     without = coefficient_stat(
         panel.loo.loc[labeler_id, "alpha_without"],
         low,
@@ -180,6 +189,7 @@ def _alpha_without(panel: _Panel, position: int, labeler_id: int, n_images: int,
         n_units,
         reason=reason,
         unit=unit,
+        interval=method,
         resampled="subjects" if panel.clusters is not None else "images",
     )
     # Hidden whenever alpha without the labeler is (too few images, the floor, or its interval too wide).
@@ -247,7 +257,7 @@ def _retest_block(
     else:
         exact = _share(round(result.exact * result.n) if result.n else 0, result.n, reason)
         within_one = _share(round(result.within_one * result.n) if result.n else 0, result.n, reason)
-    kappa = agreement.bootstrap_cohen_kappa(
+    kappa = agreement.cohen_kappa_interval(
         round1,
         round2,
         categories=categories,
@@ -255,6 +265,7 @@ def _retest_block(
         n_resamples=N_RESAMPLES,
         confidence=CONFIDENCE,
         seed=0,
+        min_units=numbers.DELTA_MIN_UNITS,
     )
     return {
         "n": result.n,
@@ -267,6 +278,7 @@ def _retest_block(
             kappa.n_units if clusters is not None else result.n,
             reason=reason,
             unit=unit if clusters is not None else "images labelled in both calibrations",
+            interval=numbers.interval_method(kappa),
             resampled=unit if clusters is not None else "images",
         ),
         # With its t interval (clustered by person, or by image in the pooled row), read as each bias is.

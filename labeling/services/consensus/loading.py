@@ -127,7 +127,8 @@ def distribution(values: np.ndarray, categories: np.ndarray) -> list[int]:
 
 
 def image_subject_units(project_id: int, image_ids: np.ndarray) -> np.ndarray | None:
-    """The bootstrap unit of each image: its subject, or the image itself when the subject is unknown.
+    """The bootstrap unit of each image: its subject, or the image itself when the subject is unknown,
+    as codes ``0..G-1`` (one per unit).
 
     None when no subject has two of these images: the image bootstrap is then the subject bootstrap
     (and keeps its numbers). Several photos of one person are not independent (issue 22).
@@ -144,7 +145,8 @@ def image_subject_units(project_id: int, image_ids: np.ndarray) -> np.ndarray | 
         where = np.minimum(np.searchsorted(with_subject[:, 0], image_ids), len(with_subject) - 1)
         found = with_subject[where, 0] == image_ids
         units[found] = with_subject[where[found], 1]
-    known = units[units > 0]
-    if known.size == np.unique(known).size:
+    # Codes 0..G-1 (one sort here; the statistics then group people by counting, not sorting again).
+    keys, codes = np.unique(units, return_inverse=True)
+    if keys.size == units.size:
         return None
-    return units
+    return codes.ravel().astype(np.int64)

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from metrics.agreement import clustered_proportion
+from metrics.agreement import ASYMPTOTIC_MIN_UNITS, DELTA_METHOD, DeltaInterval, clustered_proportion
 from metrics.agreement.bootstrap import INTERVAL_METHOD
 from metrics.intervals import wilson_interval
 from metrics.report.composition import UNDER_REPRESENTED_FRACTION
@@ -51,8 +51,22 @@ ZERO_WIDTH_MIN_IMAGES = 36
 #: An image is flagged when its labels span this many tones or more. This project's
 #: choice: seed 000 gives no such threshold (issue 12).
 WIDE_RANGE = 3
-#: Bootstrap resamples of the alpha and kappa confidence intervals.
+#: Bootstrap resamples of the alpha and kappa confidence intervals (below ``ASYMPTOTIC_MIN_UNITS``).
 N_RESAMPLES = 1000
+#: From this many units (images, or subjects) on, alpha's and the kappas' intervals are the delta
+#: method's (``metrics.agreement.asymptotic``: linearised, cluster-robust standard error; both cover about
+#: 95% and agree at the switch), below it the BCa bootstrap's: 1,000 resamples of 100,000 images cost
+#: seconds for the same interval.
+DELTA_MIN_UNITS = ASYMPTOTIC_MIN_UNITS
+#: The delta method's name on the pages (the bootstrap's is ``INTERVAL_METHOD``).
+DELTA_INTERVAL_METHOD = f"{DELTA_METHOD}, {ASYMPTOTIC_MIN_UNITS:,}+ units"
+
+
+def interval_method(result: object) -> str:
+    """The words for how ``result``'s interval was made: the delta method's or the BCa bootstrap's."""
+    return DELTA_INTERVAL_METHOD if isinstance(result, DeltaInterval) else INTERVAL_METHOD
+
+
 CONFIDENCE = 0.95
 #: A tone is "under-represented" when its share of labels is below this fraction
 #: of an even share (1 / n_tones): the report's rule, defined once in metrics.report.composition.

@@ -240,7 +240,8 @@ def _add_row_shares(summary: dict) -> None:
 def alpha_block(
     counts: np.ndarray, domain: np.ndarray, n_images: int, *, lean: bool = False, clusters: np.ndarray | None = None
 ) -> dict:
-    """Ordinal alpha and interval alpha, each with its BCa bootstrap interval over images.
+    """Ordinal alpha and interval alpha, each with its BCa bootstrap interval over images (subjects), or
+    from ``DELTA_MIN_UNITS`` units on its delta-method interval (``method`` says which).
 
     Each is a :func:`coefficient_stat` ("too little data" under ``MIN_IMAGES`` images or when the
     interval is wider than ``MAX_COEFFICIENT_WIDTH``); the ordinal one carries Krippendorff's reading
@@ -267,12 +268,15 @@ def alpha_block(
             "interval": coefficient_stat(math.nan, None, None, n_images, reason=reason),
             "confidence": CONFIDENCE,
             "n_resamples": N_RESAMPLES,
+            "method": "bootstrap",
+            "delta_min_units": numbers.DELTA_MIN_UNITS,
             "max_width": MAX_COEFFICIENT_WIDTH,
             "resampled": "subjects" if clusters is not None else "images",
         }
     levels = {}
-    # Both levels from the same resamples (one draw; each as bootstrap_alpha gives it alone).
-    boots = agreement.bootstrap_alpha_levels(
+    # Both levels from the same resamples (one draw; each as bootstrap_alpha gives it alone), or from
+    # DELTA_MIN_UNITS units on both with the delta method's interval (the same interval, in milliseconds).
+    boots = agreement.alpha_intervals(
         counts=counts,
         value_domain=domain,
         levels=("ordinal", "interval"),
@@ -280,17 +284,26 @@ def alpha_block(
         confidence=CONFIDENCE,
         seed=0,
         clusters=clusters,
+        n_units=n_images if n_people is None else n_people,
+        min_units=numbers.DELTA_MIN_UNITS,
     )
     for level, boot in boots.items():
         levels[level] = coefficient_stat(
-            boot.estimate, boot.low, boot.high, n_images, conclusive_below=agreement.ALPHA_TENTATIVE
+            boot.estimate,
+            boot.low,
+            boot.high,
+            n_images,
+            conclusive_below=agreement.ALPHA_TENTATIVE,
+            interval=numbers.interval_method(boot),
         )
         if level == "ordinal":
-            # Hayes & Krippendorff's q: how likely alpha falls short of each threshold (bootstrap).
+            # Hayes & Krippendorff's q: how likely alpha falls short of each threshold (the bootstrap's
+            # resamples, or the delta method's normal approximation).
             levels[level]["q"] = {
-                "tentative": num(agreement.alpha_q(boot.resampled, agreement.ALPHA_TENTATIVE), 4),
-                "reliable": num(agreement.alpha_q(boot.resampled, agreement.ALPHA_RELIABLE), 4),
+                "tentative": num(agreement.interval_q(boot, agreement.ALPHA_TENTATIVE), 4),
+                "reliable": num(agreement.interval_q(boot, agreement.ALPHA_RELIABLE), 4),
             }
+    delta = isinstance(boots["ordinal"], agreement.DeltaInterval)
     ordinal = levels["ordinal"]
     # Read from the interval, never from the point estimate (issue 22).
     ordinal["interpretation"] = (
@@ -299,7 +312,10 @@ def alpha_block(
     return {
         **levels,
         "confidence": CONFIDENCE,
-        "n_resamples": N_RESAMPLES,
+        "n_resamples": 0 if delta else N_RESAMPLES,
+        # "delta" (linearised, cluster-robust standard error, from DELTA_MIN_UNITS units) or "bootstrap".
+        "method": "delta" if delta else "bootstrap",
+        "delta_min_units": numbers.DELTA_MIN_UNITS,
         "max_width": MAX_COEFFICIENT_WIDTH,
         # What the interval resamples; it never resamples the labelers (conditional on this panel).
         "resampled": "subjects" if clusters is not None else "images",
@@ -307,7 +323,8 @@ def alpha_block(
 
 
 def _fleiss(counts: np.ndarray, n_images: int) -> dict:
-    """Fleiss' kappa with its BCa bootstrap interval over images (only when every image has as many labels)."""
+    """Fleiss' kappa with its BCa bootstrap interval over images, or its delta-method one from
+    ``DELTA_MIN_UNITS`` images on (only when every image has as many labels)."""
     labelled = counts[counts.sum(axis=1) > 0]
     ratings = labelled.sum(axis=1)
     if n_images < MIN_IMAGES:
@@ -321,8 +338,12 @@ def _fleiss(counts: np.ndarray, n_images: int) -> dict:
             reason=f"not computed: images have between {ratings.min()} and {ratings.max()} valid labels; "
             "Fleiss' kappa needs the same number on every image (Krippendorff's alpha does not)",
         )
-    result = agreement.bootstrap_fleiss_kappa(labelled, n_resamples=N_RESAMPLES, confidence=CONFIDENCE, seed=0)
-    return coefficient_stat(result.estimate, result.low, result.high, n_images)
+    result = agreement.fleiss_kappa_interval(
+        labelled, n_resamples=N_RESAMPLES, confidence=CONFIDENCE, seed=0, min_units=numbers.DELTA_MIN_UNITS
+    )
+    return coefficient_stat(
+        result.estimate, result.low, result.high, n_images, interval=numbers.interval_method(result)
+    )
 
 
 def _spread(table: pd.DataFrame, reliability: np.ndarray, several: np.ndarray) -> dict:
@@ -400,7 +421,8 @@ def _kappa_block(
     """Labeler x labeler quadratic-weighted kappa over the full value range, with the images in common.
 
     ``low`` and ``high``: each kappa's BCa bootstrap 95% interval over the images in common (over the
-    people, when ``clusters`` says which photos show the same person); a kappa
+    people, when ``clusters`` says which photos show the same person), or its delta-method interval from
+    ``DELTA_MIN_UNITS`` units in common on (``delta`` says where); a kappa
     whose interval is wider than ``MAX_COEFFICIENT_WIDTH`` (or has no width over fewer than
     ``ZERO_WIDTH_MIN_IMAGES`` images in common) is None in ``matrix`` ("too little data", ``too_wide``
     True) with its interval kept.
@@ -409,16 +431,20 @@ def _kappa_block(
     n_common = (present.astype(np.int64) @ present.T.astype(np.int64)).tolist()
     if labeler_ids:
         kappa = agreement.kappa_matrix(reliability, categories, min_common=MIN_IMAGES)
-        low, high = agreement.kappa_matrix_intervals(
+        low, high, delta = agreement.kappa_matrix_intervals_by_size(
             reliability,
             categories,
             min_common=MIN_IMAGES,
             n_resamples=N_RESAMPLES,
             confidence=CONFIDENCE,
             clusters=clusters,
+            min_units=numbers.DELTA_MIN_UNITS,
         )
     else:
         kappa = low = high = np.zeros((0, 0))
+        delta = np.zeros((0, 0), dtype=bool)
+    n_delta = int(np.triu(delta, 1).sum())
+    n_boot = int(np.triu(np.isfinite(low), 1).sum()) - n_delta
     too_wide = (high - low) > MAX_COEFFICIENT_WIDTH + 1e-12  # NaN compares False
     if labeler_ids:  # an interval of no width from few images in common says nothing (ZERO_WIDTH_MIN_IMAGES)
         few = (np.abs(high - low) <= 1e-12) & (np.asarray(n_common) < ZERO_WIDTH_MIN_IMAGES)
@@ -434,7 +460,17 @@ def _kappa_block(
         "n_common": n_common,
         "min_common": MIN_IMAGES,
         "max_width": MAX_COEFFICIENT_WIDTH,
-        "interval": INTERVAL_METHOD,
+        # One method per cell: the delta method's from DELTA_MIN_UNITS units in common, else the bootstrap's.
+        "interval": (
+            numbers.DELTA_INTERVAL_METHOD
+            if n_delta and not n_boot
+            else f"{INTERVAL_METHOD} below {numbers.DELTA_MIN_UNITS:,} units in common, "
+            f"{numbers.DELTA_INTERVAL_METHOD} from there"
+            if n_delta
+            else INTERVAL_METHOD
+        ),
+        "delta": delta.tolist(),
+        "delta_min_units": numbers.DELTA_MIN_UNITS,
         "resampled": "subjects" if clusters is not None else "images",
         "categories": categories.tolist(),
     }

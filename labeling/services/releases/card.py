@@ -323,9 +323,8 @@ def _alpha_text(alpha: dict) -> str:
         return f"Krippendorff's alpha (ordinal): not reported ({ordinal['reason']})."
     text = f"Krippendorff's alpha (ordinal): {ordinal['value']:.3f}"
     if ordinal["ci_low"] is not None:
-        text += (
-            f" (95% CI {ordinal['ci_low']:.3f} to {ordinal['ci_high']:.3f}; "
-            f"{alpha['interval_method']}, {alpha['n_resamples']} resamples)"
+        text += f" (95% CI {ordinal['ci_low']:.3f} to {ordinal['ci_high']:.3f}; {alpha['interval_method']}" + (
+            f", {alpha['n_resamples']} resamples)" if alpha.get("n_resamples") else ")"
         )
     text += f": {ordinal['reading'] or ordinal['interpretation']}."
     q = ordinal.get("q") or {}

@@ -29,6 +29,8 @@ from ...models import Assignment, Image, Label, LabelRevision, Membership, Phase
 from ..baselines import FLAG_NAMES, baseline_audit, baseline_correlations, baseline_summary
 from ..consensus import MIN_IMAGES, UNDER_REPRESENTED, test_retest_compute
 from ..consensus.numbers import (
+    DELTA_INTERVAL_METHOD,
+    DELTA_MIN_UNITS,
     MAX_COEFFICIENT_WIDTH,
     MAX_INTERVAL_WIDTH,
     interval_too_wide,
@@ -71,6 +73,8 @@ NO_SUBJECT = "(no subject)"
 
 #: How alpha's and the kappas' 95% intervals are computed (``metrics.agreement.bootstrap``).
 ALPHA_INTERVAL = "image bootstrap, BCa (bias-corrected and accelerated)"
+#: From DELTA_MIN_UNITS images (or people) on, the delta method's interval instead (``metrics.agreement.asymptotic``).
+ALPHA_INTERVAL_BY_SIZE = f"{ALPHA_INTERVAL}; from {DELTA_MIN_UNITS:,} images or people on, {DELTA_INTERVAL_METHOD}"
 #: Alpha's readings come from its interval (metrics.agreement.read_alpha_interval), in its words.
 ALPHA_READINGS = ALPHA_INTERVAL_READINGS
 
@@ -607,7 +611,12 @@ def _alpha(block: dict[str, Any]) -> dict[str, Any]:
         },
         "confidence": block["confidence"],
         "n_resamples": block["n_resamples"],
-        "interval_method": ALPHA_INTERVAL
+        "interval_method": (
+            DELTA_INTERVAL_METHOD
+            + ("" if block.get("resampled", "images") == "images" else ", clustered by subject (a person's photos)")
+        )
+        if block.get("method") == "delta"
+        else ALPHA_INTERVAL
         if block.get("resampled", "images") == "images"
         else ALPHA_INTERVAL.replace("image bootstrap", "subject bootstrap (a person's photos resampled together)"),
         "resampled": block.get("resampled", "images"),
@@ -1012,8 +1021,8 @@ def card_facts(
             "interval on the effective sample size (Korn and Graubard 1998)",
             "too_little_data": f"a share whose interval is wider than {MAX_INTERVAL_WIDTH:g} is not reported, "
             f"nor an agreement coefficient (alpha, kappa) whose interval is wider than {MAX_COEFFICIENT_WIDTH:g}",
-            "alpha": ALPHA_INTERVAL,
-            "kappa": ALPHA_INTERVAL,
+            "alpha": ALPHA_INTERVAL_BY_SIZE,
+            "kappa": ALPHA_INTERVAL_BY_SIZE,
             "spearman": "bootstrap over images, percentile (above 5,000 images: Fisher's z, Bonett-Wright variance)",
         },
         "release": _release(release_info),
