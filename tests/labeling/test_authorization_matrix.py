@@ -444,10 +444,10 @@ def answer(response) -> str:
     return str(code)
 
 
-def ask(user, method: str, url: str) -> str:
+def ask(session_key: str | None, method: str, url: str) -> str:
     client = Client()
-    if user is not None:
-        client.force_login(user)
+    if session_key is not None:
+        client.cookies[settings.SESSION_COOKIE_NAME] = session_key
     if method == "GET":
         return answer(client.get(url))
     if method == "POST":
@@ -459,11 +459,16 @@ def observe(role: str, world: dict) -> dict[tuple[str, str], str]:
     from django.core.cache import cache as django_cache
 
     user = world["users"].get(role)
+    session_key = None
+    if user is not None:  # one session for the role's cells (a cell that changes or ends it is rolled back)
+        signed_in = Client()
+        signed_in.force_login(user)
+        session_key = signed_in.cookies[settings.SESSION_COOKIE_NAME].value
     observed = {}
     for template, method in cells():
         django_cache.clear()  # membership cache, login brakes, throttles: every cell starts alike
         with transaction.atomic():
-            observed[(template, method)] = ask(user, method, url_for(template, world))
+            observed[(template, method)] = ask(session_key, method, url_for(template, world))
             transaction.set_rollback(True)
     return observed
 
@@ -473,9 +478,17 @@ def observe(role: str, world: dict) -> dict[tuple[str, str], str]:
 # --------------------------------------------------------------------------
 
 
-@pytest.fixture
-def media_root(settings, tmp_path):
-    settings.MEDIA_ROOT = str(tmp_path / "media")
+@pytest.fixture(scope="module")
+def world(django_db_setup, django_db_blocker, tmp_path_factory):
+    """The fixture world, built once for this module's roles (a release build is most of its cost) inside a
+    transaction rolled back after the module's last test; each test runs in a savepoint inside it, and each
+    cell in a savepoint inside that, so every role sees the same world, as if it had been built afresh."""
+    from django.test import override_settings
+
+    media = tmp_path_factory.mktemp("matrix") / "media"
+    with django_db_blocker.unblock(), override_settings(MEDIA_ROOT=str(media)), transaction.atomic():
+        yield build_world()
+        transaction.set_rollback(True)
 
 
 def test_every_route_and_method_has_designed_answers():
@@ -489,8 +502,7 @@ def test_every_route_and_method_has_designed_answers():
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("role", ROLES)
-def test_authorization_matrix(role, media_root):
-    world = build_world()
+def test_authorization_matrix(role, world):
     observed = observe(role, world)
     column = ROLES.index(role)
     if dump := os.environ.get("FAIRTONE_MATRIX_DUMP"):
