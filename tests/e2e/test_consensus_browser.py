@@ -38,7 +38,7 @@ def test_dashboard_opens_on_a_summary_and_sections_fold(page, live_server, label
     summary = page.locator("#summary")
     expect(summary).to_be_visible()
     expect(summary).to_contain_text("Krippendorff's alpha, ordinal")
-    expect(summary).to_contain_text("Largest labeler bias: L3")
+    expect(summary).to_contain_text("Labeler bias beyond chance: L3")
     # The details are folded: the page is short until the lead opens a section.
     height = page.evaluate("document.body.scrollHeight")
     assert height < 2000, height
