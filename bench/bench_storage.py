@@ -33,7 +33,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 SERVER = "postgres://postgres@127.0.0.1:5432"
-IMPORT_DB = "fairtone_bench_storage"
+IMPORT_DB = os.environ.get("FAIRTONE_BENCH_STORAGE_DB", "fairtone_bench_storage")  # a helper may name its own
 RATIO_GOAL = 1.5
 RSS_GOAL_MB = 300
 
