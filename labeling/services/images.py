@@ -246,8 +246,13 @@ def _exif_orientation(img: PILImage.Image) -> int:
     return value if isinstance(value, int) and 1 <= value <= 8 else 1
 
 
-def _decode(data: bytes, *, what: str = "image") -> tuple[PILImage.Image, _Decoded]:
-    """Decode ``data`` fully with Pillow, or raise ImageRejected."""
+def _decode(data: bytes, *, what: str = "image", check_only: bool = False) -> tuple[PILImage.Image, _Decoded]:
+    """Decode ``data`` fully with Pillow, or raise ImageRejected.
+
+    ``check_only``: the caller needs no pixels, only the proof that the file decodes to its end; a JPEG is then
+    decoded at 1/8 scale (libjpeg still reads every entropy-coded block, so a truncated or damaged stream is
+    caught, but skips most of the inverse DCT and colour conversion). The returned image is then that small one
+    (the sizes in ``_Decoded`` are the file's)."""
     limits = _limits()
     max_pixels = int(limits["MAX_IMAGE_PIXELS"])
     sniffed = _sniff_format(data)
@@ -274,6 +279,9 @@ def _decode(data: bytes, *, what: str = "image") -> tuple[PILImage.Image, _Decod
         bombs = [w for w in caught if issubclass(w.category, PILImage.DecompressionBombWarning)]
         if bombs:
             raise PILImage.DecompressionBombWarning(str(bombs[0].message))
+        size, mode = img.size, img.mode
+        if check_only and sniffed == "JPEG" and img.format == "JPEG":
+            img.draft(None, (max(1, width // 8), max(1, height // 8)))
         with warnings.catch_warnings():
             warnings.simplefilter("error", PILImage.DecompressionBombWarning)
             img.load()
@@ -300,8 +308,8 @@ def _decode(data: bytes, *, what: str = "image") -> tuple[PILImage.Image, _Decod
     if actual != sniffed:
         raise ImageRejected(f"{prefix}unsupported image format {img.format}")
     orientation = _exif_orientation(img)
-    width, height = _oriented_size(img.size, orientation)
-    return img, _Decoded(sniffed, img.mode, orientation, width, height)
+    width, height = _oriented_size(size, orientation)
+    return img, _Decoded(sniffed, mode, orientation, width, height)
 
 
 def _check_extension(filename: str, fmt: str) -> None:
@@ -542,7 +550,7 @@ def image_check(
 ) -> CheckedImage:
     """Every check of a photo that needs no database (the one rule for every import): decoded completely,
     its format matching its extension, its id and attributes storable. Raises ImageRejected."""
-    decoded_image, decoded = _decode(data)
+    decoded_image, decoded = _decode(data, check_only=True)
     decoded_image.close()
     _check_extension(original_filename, decoded.format)
     if external_id is None or not str(external_id).strip():

@@ -25,7 +25,6 @@ import logging
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
-from django.core.files.base import ContentFile
 from django.db import IntegrityError, transaction
 from django.db.models import F
 
@@ -40,6 +39,7 @@ from ..images import (
     image_hash,
     image_row,
 )
+from ..media_files import storage_saver
 from .report import ImportReport, import_limits, import_one
 
 logger = logging.getLogger(__name__)
@@ -76,6 +76,7 @@ class ChunkedImport:
         self.report = report
         self.project = project
         self.storage = Image._meta.get_field("original").storage
+        self.put = storage_saver(self.storage)
         threads = upload_threads()
         self.pool = ThreadPoolExecutor(threads, thread_name_prefix="import-upload") if threads > 1 else None
         self.files: list[_File] = []
@@ -166,10 +167,10 @@ class ChunkedImport:
 
     def _upload(self, name: str, data: bytes) -> Future:
         if self.pool is not None:
-            return self.pool.submit(self.storage.save, name, ContentFile(data))
+            return self.pool.submit(self.put, name, data)
         done: Future = Future()
         try:
-            done.set_result(self.storage.save(name, ContentFile(data)))
+            done.set_result(self.put(name, data))
         except BaseException as exc:  # noqa: BLE001 - raised by _uploads_wait, after the chunk's cleanup
             done.set_exception(exc)
         return done
