@@ -19,6 +19,7 @@ from labeling.models import Image, ImportBatch, ImportItem
 from labeling.services import queue
 from labeling.services.images import ImageRejected, _decode
 from labeling.services.imports import bulk, import_files, import_zip
+from tests.s3 import s3_media, s3_server  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.django_db
 
@@ -231,3 +232,18 @@ def test_the_quick_check_of_a_jpeg_rejects_what_the_full_decode_rejects(progress
         assert outcomes[0] == outcomes[1], (cut, outcomes)
     image, decoded = _decode(data, check_only=True)
     assert (decoded.width, decoded.height, decoded.mode) == (128, 96, "RGB")
+
+
+def test_in_the_bucket_a_failing_chunk_leaves_no_objects(s3_media, project, lead, sent, monkeypatch):  # noqa: F811
+    """The same through moto's S3 server (tests/s3.py): the uploads run in threads through one shared client;
+    when one fails, the chunk's other objects are deleted once their uploads are over."""
+    monkeypatch.setattr(bulk, "CHUNK_FILES", 8)
+    photos = [(f"p{i:02d}.jpg", jpeg(100 + i)) for i in range(20)]
+    threads = _saver_noting(monkeypatch, fail_on=photos[19][1])  # the last of the third chunk
+    with pytest.raises(OSError):
+        import_zip(project=project, fileobj=archive(photos), user=lead)
+    assert len(threads) > 1
+    kept = Image.objects.filter(project=project)
+    assert sorted(kept.values_list("external_id", flat=True)) == [f"p{i:02d}" for i in range(16)]
+    assert s3_media.names(f"projects/{project.pk}/originals/") == sorted(image.original.name for image in kept)
+    assert Image.objects.get(external_id="p03").original.read() == photos[3][1]
