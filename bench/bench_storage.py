@@ -6,7 +6,8 @@ Needs PostgreSQL on ``postgres@127.0.0.1:5432`` (databases ``fairtone_bench_stor
 
 (a) Importing ``--n`` photos (one zip archive, as a lead uploads it: ``services.imports.import_zip``) into the
     bucket, against boto3 putting the same files alone (one ``put_object`` each, one after the other, the same
-    client settings). The import's own work (decoding, hashing, rows) is in its figure; the derivatives and
+    client settings); beside it, boto3 with the import's concurrency (``FAIRTONE["IMPORT_UPLOAD_THREADS"]``
+    threads sharing one client), a second reference. The import's own work (decoding, hashing, rows) is in its figure; the derivatives and
     baselines it sends to the worker are not (no worker runs: the tasks are counted, not sent). Goal: ratio
     <= 1.5.
 (b) A release of ``--images`` images x 4 labels (bench/bench_release.py's data) built in a child process
@@ -33,7 +34,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 SERVER = "postgres://postgres@127.0.0.1:5432"
-IMPORT_DB = "fairtone_bench_storage"
+IMPORT_DB = os.environ.get("FAIRTONE_BENCH_STORAGE_DB", "fairtone_bench_storage")  # a helper may name its own
 RATIO_GOAL = 1.5
 RSS_GOAL_MB = 300
 
@@ -106,6 +107,12 @@ def bench_import(server, n: int) -> dict:
             queue._send = original_send
             shutil.rmtree(media, ignore_errors=True)
         client = server.client()
+        from concurrent.futures import ThreadPoolExecutor
+
+        from labeling.services.imports.bulk import upload_threads
+
+        threads = upload_threads()
+        results["threads"] = threads
         for attempt in range(2):  # boto3 alone, then the import, then boto3 again: the slower boto3 run kept
             bucket = f"bench-boto3-{attempt}"
             client.create_bucket(Bucket=bucket)
@@ -113,6 +120,18 @@ def bench_import(server, n: int) -> dict:
             for path in files:
                 client.put_object(Bucket=bucket, Key=f"photos/{path.name}", Body=path.read_bytes())
             results[f"boto3_{attempt}"] = time.perf_counter() - start
+            # The second reference: boto3 with the import's concurrency (one client shared by as many threads).
+            bucket = f"bench-boto3-threads-{attempt}"
+            client.create_bucket(Bucket=bucket)
+            start = time.perf_counter()
+            with ThreadPoolExecutor(threads) as pool:
+                list(
+                    pool.map(
+                        lambda p, b=bucket: client.put_object(Bucket=b, Key=f"photos/{p.name}", Body=p.read_bytes()),
+                        files,
+                    )
+                )
+            results[f"boto3_threads_{attempt}"] = time.perf_counter() - start
             if attempt == 0:
                 client.create_bucket(Bucket="bench-import")
                 sent: list[str] = []
@@ -154,13 +173,19 @@ def bench_import(server, n: int) -> dict:
             f"{results['boto3_1']:.1f} s, the slower kept)"
         )
         print(f"    ratio {ratio:.2f}x, goal <= {RATIO_GOAL}x: {'met' if ratio <= RATIO_GOAL else 'NOT met'}")
+        boto3_threads = max(results["boto3_threads_0"], results["boto3_threads_1"])
+        print(
+            f"    boto3 with the import's {results['threads']} upload threads: {boto3_threads:7.1f} s (runs "
+            f"{results['boto3_threads_0']:.1f} s and {results['boto3_threads_1']:.1f} s, the slower kept); "
+            f"ratio {results['import'] / boto3_threads:.2f}x"
+        )
         extra = results["import"] - results["import_local"]
         print(
             f"    the same import onto the local disk: {results['import_local']:.1f} s; the bucket adds "
             f"{extra:.1f} s, {extra / boto3:.2f}x boto3's time for the same files"
         )
         print(f"    (moto server on 127.0.0.1, region {REGION}; per object: {boto3 / n * 1000:.1f} ms with boto3)")
-        return {**results, "ratio": ratio}
+        return {**results, "ratio": ratio, "ratio_threads": results["import"] / boto3_threads}
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -246,8 +246,13 @@ def _exif_orientation(img: PILImage.Image) -> int:
     return value if isinstance(value, int) and 1 <= value <= 8 else 1
 
 
-def _decode(data: bytes, *, what: str = "image") -> tuple[PILImage.Image, _Decoded]:
-    """Decode ``data`` fully with Pillow, or raise ImageRejected."""
+def _decode(data: bytes, *, what: str = "image", check_only: bool = False) -> tuple[PILImage.Image, _Decoded]:
+    """Decode ``data`` fully with Pillow, or raise ImageRejected.
+
+    ``check_only``: the caller needs no pixels, only the proof that the file decodes to its end; a JPEG is then
+    decoded at 1/8 scale (libjpeg still reads every entropy-coded block, so a truncated or damaged stream is
+    caught, but skips most of the inverse DCT and colour conversion). The returned image is then that small one
+    (the sizes in ``_Decoded`` are the file's)."""
     limits = _limits()
     max_pixels = int(limits["MAX_IMAGE_PIXELS"])
     sniffed = _sniff_format(data)
@@ -274,6 +279,9 @@ def _decode(data: bytes, *, what: str = "image") -> tuple[PILImage.Image, _Decod
         bombs = [w for w in caught if issubclass(w.category, PILImage.DecompressionBombWarning)]
         if bombs:
             raise PILImage.DecompressionBombWarning(str(bombs[0].message))
+        size, mode = img.size, img.mode
+        if check_only and sniffed == "JPEG" and img.format == "JPEG":
+            img.draft(None, (max(1, width // 8), max(1, height // 8)))
         with warnings.catch_warnings():
             warnings.simplefilter("error", PILImage.DecompressionBombWarning)
             img.load()
@@ -300,8 +308,8 @@ def _decode(data: bytes, *, what: str = "image") -> tuple[PILImage.Image, _Decod
     if actual != sniffed:
         raise ImageRejected(f"{prefix}unsupported image format {img.format}")
     orientation = _exif_orientation(img)
-    width, height = _oriented_size(img.size, orientation)
-    return img, _Decoded(sniffed, img.mode, orientation, width, height)
+    width, height = _oriented_size(size, orientation)
+    return img, _Decoded(sniffed, mode, orientation, width, height)
 
 
 def _check_extension(filename: str, fmt: str) -> None:
@@ -440,33 +448,18 @@ def image_create_from_bytes(
     >>> image.external_id, image.width, image.height
     ('p1', 640, 480)
     """
-    limits = _limits()
-    max_bytes = int(limits["MAX_IMAGE_BYTES"])
-    original_filename = sanitize_filename(filename)
-    if not data:
-        raise ImageRejected("the file is empty")
-    if len(data) > max_bytes:
-        raise ImageRejected(f"the file is {len(data):,} bytes; the limit is {max_bytes:,} bytes")
-    sha256 = hashlib.sha256(data).hexdigest()
+    original_filename, sha256 = image_hash(filename, data)
     existing = _same_content(project, sha256, box)
     if existing is not None:
         raise DuplicateImage(existing)
-
-    decoded_image, decoded = _decode(data)
-    decoded_image.close()
-    _check_extension(original_filename, decoded.format)
+    checked = image_check(original_filename, data, sha256, external_id=external_id, attributes=attributes)
+    decoded = checked.decoded
     if box is not None:
         box = box_check(tuple(box), decoded.width, decoded.height)
-
-    if external_id is None or not str(external_id).strip():
-        external_id = PurePosixPath(original_filename).stem or original_filename
-    external_id = str(external_id).strip()
-    if len(external_id) > 200:
-        raise ImageRejected("the image id is longer than 200 characters")
+    external_id = checked.external_id
     taken = Image.objects.filter(project=project, external_id=external_id).first()
     if taken is not None:
-        raise ImageRejected(f"image id '{external_id}' is already used by another image in this project")
-    cleaned_attributes = clean_attributes(attributes)
+        raise ImageRejected(id_taken(external_id))
 
     mask_png = None
     mask_kind = (mask_kind or "").strip().lower()
@@ -477,23 +470,8 @@ def image_create_from_bytes(
     else:
         mask_kind = ""
 
-    image = Image(
-        project=project,
-        subject=subject,
-        external_id=external_id,
-        original_filename=original_filename,
-        sha256=sha256,
-        file_size=len(data),
-        format=decoded.format,
-        source_mode=decoded.mode,
-        exif_orientation=decoded.orientation,
-        width=decoded.width,
-        height=decoded.height,
-        attributes=cleaned_attributes,
-        mask_kind=mask_kind,
-        is_synthetic=is_synthetic,
-        import_batch=batch,
-    )
+    image = image_row(checked, project=project, batch=batch, subject=subject, is_synthetic=is_synthetic)
+    image.mask_kind = mask_kind
     if box is not None:
         image.box_x, image.box_y, image.box_width, image.box_height = box
     # The boxes of one photo share its stored original (the same bytes: the same SHA-256).
@@ -529,9 +507,91 @@ def image_create_from_bytes(
             existing = _same_content(project, sha256, box)
             if existing is not None:
                 raise DuplicateImage(existing) from exc
-            raise ImageRejected(f"image id '{external_id}' is already used by another image in this project") from exc
+            raise ImageRejected(id_taken(external_id)) from exc
         raise
     return image
+
+
+def id_taken(external_id: str) -> str:
+    return f"image id '{external_id}' is already used by another image in this project"
+
+
+@dataclass(frozen=True)
+class CheckedImage:
+    """A file that passed every check that needs no database: what its ``Image`` row is made of."""
+
+    original_filename: str
+    sha256: str
+    file_size: int
+    decoded: _Decoded
+    external_id: str
+    attributes: dict[str, Any]
+
+
+def image_hash(filename: str, data: bytes) -> tuple[str, str]:
+    """The sanitised file name and the SHA-256 of ``data`` (what the duplicate check needs), after the size
+    checks; raises ImageRejected for an empty or too large file."""
+    max_bytes = int(_limits()["MAX_IMAGE_BYTES"])
+    original_filename = sanitize_filename(filename)
+    if not data:
+        raise ImageRejected("the file is empty")
+    if len(data) > max_bytes:
+        raise ImageRejected(f"the file is {len(data):,} bytes; the limit is {max_bytes:,} bytes")
+    return original_filename, hashlib.sha256(data).hexdigest()
+
+
+def image_check(
+    original_filename: str,
+    data: bytes,
+    sha256: str,
+    *,
+    external_id: str | None = None,
+    attributes: dict[str, Any] | None = None,
+) -> CheckedImage:
+    """Every check of a photo that needs no database (the one rule for every import): decoded completely,
+    its format matching its extension, its id and attributes storable. Raises ImageRejected."""
+    decoded_image, decoded = _decode(data, check_only=True)
+    decoded_image.close()
+    _check_extension(original_filename, decoded.format)
+    if external_id is None or not str(external_id).strip():
+        external_id = default_external_id(original_filename)
+    external_id = str(external_id).strip()
+    if len(external_id) > 200:
+        raise ImageRejected("the image id is longer than 200 characters")
+    return CheckedImage(original_filename, sha256, len(data), decoded, external_id, clean_attributes(attributes))
+
+
+def default_external_id(original_filename: str) -> str:
+    """The image id of a file given none: its (sanitised) name's stem."""
+    return str(PurePosixPath(original_filename).stem or original_filename).strip()
+
+
+def image_row(
+    checked: CheckedImage,
+    *,
+    project: Project,
+    batch: ImportBatch | None = None,
+    subject: Subject | None = None,
+    is_synthetic: bool = False,
+) -> Image:
+    """The unsaved ``Image`` of a checked file (no original stored yet)."""
+    decoded = checked.decoded
+    return Image(
+        project=project,
+        subject=subject,
+        external_id=checked.external_id,
+        original_filename=checked.original_filename,
+        sha256=checked.sha256,
+        file_size=checked.file_size,
+        format=decoded.format,
+        source_mode=decoded.mode,
+        exif_orientation=decoded.orientation,
+        width=decoded.width,
+        height=decoded.height,
+        attributes=checked.attributes,
+        is_synthetic=is_synthetic,
+        import_batch=batch,
+    )
 
 
 def _same_content(project: Project, sha256: str, box: tuple[int, int, int, int] | None) -> Image | None:

@@ -15,11 +15,12 @@ import io
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from django.core.files import File
+from django.core.files.base import ContentFile
 from django.core.files.storage import Storage, default_storage
 
 try:  # what the S3 backend raises when the bucket cannot be reached or refuses (beside OSError)
@@ -169,6 +170,36 @@ def storage_delete_quietly(name: str, storage: Storage | None = None) -> None:
         storage.delete(name)
     except OSError:
         pass
+
+
+def storage_saver(storage: Storage | None = None) -> Callable[[str, bytes], str]:
+    """A function storing ``data`` under a name (the name stored, as ``storage.save`` returns it) that several
+    threads may call at once (an import's uploads).
+
+    On S3 the small files go through one boto3 client shared by the threads (a client is thread-safe), in one
+    ``PutObject`` each: through ``storage.save`` each thread would make a boto3 session and resource of its own
+    (django-storages keeps one per thread), at a cost of its own. Larger files, other names and other storages:
+    ``storage.save``.
+    """
+    storage = storage or default_storage
+    if not (hasattr(storage, "bucket") and hasattr(storage, "_get_write_parameters")):
+        return lambda name, data: storage.save(name, ContentFile(data))
+    from storages.utils import clean_name  # type: ignore[import-untyped]
+
+    client = storage.connection.meta.client  # type: ignore[attr-defined]  # made now, in the caller's thread
+    bucket = storage.bucket_name  # type: ignore[attr-defined]
+    threshold = storage.transfer_config.multipart_threshold  # type: ignore[attr-defined]
+
+    def put(name: str, data: bytes) -> str:
+        if len(data) >= threshold or getattr(storage, "gzip", False):
+            return storage.save(name, ContentFile(data))
+        cleaned = clean_name(storage.get_available_name(name))
+        key = storage._normalize_name(cleaned)  # type: ignore[attr-defined]
+        params = storage._get_write_parameters(key, ContentFile(data))  # type: ignore[attr-defined]
+        client.put_object(Bucket=bucket, Key=key, Body=data, **params)
+        return str(cleaned)
+
+    return put
 
 
 class _S3Range(io.RawIOBase):

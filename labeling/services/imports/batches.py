@@ -11,12 +11,12 @@ from typing import IO
 from ...models import ImportBatch, ImportItem, Project
 from ..images import IMAGE_EXTENSIONS, ImageRejected
 from ..project_lifecycle import project_refuse_if_archived
+from .bulk import ChunkedImport
 from .manifest import MANIFEST_NAMES, MAX_MANIFEST_BYTES, parse_manifest
 from .report import (
     ImportRefused,
     extension_reason,
     import_limits,
-    import_one,
     read_capped,
     report_start,
     run_import,
@@ -56,22 +56,19 @@ def import_files(*, project: Project, files: Iterable[tuple[str, IO[bytes]]], us
 
     def work() -> None:
         limit = int(import_limits()["MAX_IMAGE_BYTES"])
-        for name, handle in files:
-            filename = str(name or getattr(handle, "name", "") or "upload")
-            reason = extension_reason(filename)
-            if reason is not None:
-                report.add(ImportItem.Outcome.REJECTED, filename=filename, reason=reason)
-                continue
-            size = getattr(handle, "size", None)
-            data = b"" if isinstance(size, int) and size > limit else read_capped(handle, limit)
-            if (isinstance(size, int) and size > limit) or len(data) > limit:
-                report.add(
-                    ImportItem.Outcome.REJECTED,
-                    filename=filename,
-                    reason=too_big(limit),
-                )
-                continue
-            import_one(report, project=project, filename=filename, data=data)
+        with ChunkedImport(report, project) as chunks:
+            for name, handle in files:
+                filename = str(name or getattr(handle, "name", "") or "upload")
+                reason = extension_reason(filename)
+                if reason is not None:
+                    chunks.reject(filename, reason)
+                    continue
+                size = getattr(handle, "size", None)
+                data = b"" if isinstance(size, int) and size > limit else read_capped(handle, limit)
+                if (isinstance(size, int) and size > limit) or len(data) > limit:
+                    chunks.reject(filename, too_big(limit))
+                    continue
+                chunks.add(filename, data)
         report.batch.source_name = f"{len(report.items)} uploaded files"
 
     return run_import(report, work)
@@ -143,19 +140,20 @@ def import_zip(*, project: Project, fileobj: IO[bytes], user, name: str = "archi
                             reason=f"not imported: the file is not listed in {manifest_path}",
                         )
                 return
-            for path, info in source.members.items():
-                if is_ignored(path):
-                    continue
-                reason = extension_reason(path)
-                if reason is not None:
-                    report.add(ImportItem.Outcome.REJECTED, filename=path, reason=reason)
-                    continue
-                try:
-                    data = read_member(archive, info)
-                except ImageRejected as exc:
-                    report.add(ImportItem.Outcome.REJECTED, filename=path, reason=exc.reason)
-                    continue
-                import_one(report, project=project, filename=path, data=data)
+            with ChunkedImport(report, project) as chunks:
+                for path, info in source.members.items():
+                    if is_ignored(path):
+                        continue
+                    reason = extension_reason(path)
+                    if reason is not None:
+                        chunks.reject(path, reason)
+                        continue
+                    try:
+                        data = read_member(archive, info)
+                    except ImageRejected as exc:
+                        chunks.reject(path, exc.reason)
+                        continue
+                    chunks.add(path, data)
 
     return run_import(report, work)
 

@@ -32,12 +32,18 @@ def import_limits() -> dict[str, Any]:
     return settings.FAIRTONE
 
 
+#: Items written at once (an import's report is written in chunks of this many items).
+FLUSH_ITEMS = 500
+
+
 @dataclass
 class ImportReport:
     batch: ImportBatch
     # Counts the background work (display images, baselines) of the images this import creates.
     job: Job | None = None
     items: list[ImportItem] = field(default_factory=list)
+    # Items not written yet: written together (``flush``), at the latest when the batch finishes or fails.
+    pending: list[ImportItem] = field(default_factory=list)
 
     def add(
         self,
@@ -48,7 +54,7 @@ class ImportReport:
         image: Image | None = None,
         row: int | None = None,
     ) -> None:
-        item = ImportItem.objects.create(
+        item = ImportItem(
             batch=self.batch,
             row=row,
             filename=filename[:500],
@@ -57,6 +63,9 @@ class ImportReport:
             image=image,
         )
         self.items.append(item)
+        self.pending.append(item)
+        if len(self.pending) >= FLUSH_ITEMS:
+            self.flush()
         if outcome == ImportItem.Outcome.IMPORTED:
             self.batch.n_imported += 1
         elif outcome == ImportItem.Outcome.DUPLICATE:
@@ -64,7 +73,25 @@ class ImportReport:
         else:
             self.batch.n_rejected += 1
 
+    def mark(self) -> tuple[int, int, int, int, int]:
+        """Where the report stands, to :meth:`rewind` to when a transaction that added items rolls back."""
+        batch = self.batch
+        return (len(self.items), len(self.pending), batch.n_imported, batch.n_duplicate, batch.n_rejected)
+
+    def rewind(self, mark: tuple[int, int, int, int, int]) -> None:
+        items, pending, *counts = mark
+        del self.items[items:]
+        del self.pending[pending:]
+        self.batch.n_imported, self.batch.n_duplicate, self.batch.n_rejected = counts
+
+    def flush(self) -> None:
+        """Write the items added since the last flush (one query)."""
+        pending, self.pending = self.pending, []
+        if pending:
+            ImportItem.objects.bulk_create(pending)
+
     def finish(self) -> ImportBatch:
+        self.flush()
         self.batch.status = ImportBatch.Status.DONE
         self.batch.finished_at = timezone.now()
         self.batch.save()
@@ -76,6 +103,7 @@ class ImportReport:
             image_job_import_finished(self.job)
 
     def refuse(self, reason: str) -> ImportBatch:
+        self.flush()
         self.batch.status = ImportBatch.Status.FAILED
         self.batch.error = reason
         self.batch.finished_at = timezone.now()
