@@ -199,6 +199,7 @@ class ChunkedImport:
             outcome, reason, existing = file.outcome
             if outcome == ImportItem.Outcome.DUPLICATE and existing is None:
                 existing = brought[file.sha256]
+                assert existing is not None  # brought: the rows this chunk made, by content
                 reason = _same_content(existing)
             self.report.add(outcome, filename=file.filename, reason=reason, image=existing)
         self.report.flush()
@@ -222,6 +223,7 @@ class ChunkedImport:
     def _one_by_one(self, files: list[_File]) -> None:
         for file in files:
             if not file.read:
+                assert file.outcome is not None  # a file not read carries why
                 self.report.add(file.outcome[0], filename=file.filename, reason=file.outcome[1])
                 continue
             import_one(self.report, project=self.project, filename=file.filename, data=file.data)
