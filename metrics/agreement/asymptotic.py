@@ -41,8 +41,10 @@ from .bootstrap import (
     CoefficientInterval,
     _alpha_batch,
     _count_patterns,
+    _fill_pairs,
     _fleiss_batch,
     _kappa_batch,
+    _pairwise_intervals,
     bootstrap_alpha_levels,
     bootstrap_cohen_kappa,
     bootstrap_fleiss_kappa,
@@ -342,33 +344,26 @@ def kappa_matrix_intervals_by_size(
 
     Returns ``low``, ``high`` and ``delta`` (True where the delta method gave the interval).
     """
-    data = _as_reliability_data(reliability_data)
-    n_labelers = data.shape[0]
-    low = np.full((n_labelers, n_labelers), np.nan)
-    high = np.full((n_labelers, n_labelers), np.nan)
+    results = _pairwise_intervals(
+        reliability_data,
+        min_common,
+        lambda first, second: cohen_kappa_interval(
+            first,
+            second,
+            categories=categories,
+            weights=weights,
+            clusters=clusters,
+            n_resamples=n_resamples,
+            confidence=confidence,
+            seed=seed,
+            min_units=min_units,
+        ),
+    )
+    n_labelers, by_pair = results
     delta = np.zeros((n_labelers, n_labelers), dtype=bool)
-    present = ~np.isnan(data)
-    for first in range(n_labelers):
-        for second in range(first + 1, n_labelers):
-            if (present[first] & present[second]).sum() < min_common:
-                continue
-            result = cohen_kappa_interval(
-                data[first],
-                data[second],
-                categories=categories,
-                weights=weights,
-                clusters=clusters,
-                n_resamples=n_resamples,
-                confidence=confidence,
-                seed=seed,
-                min_units=min_units,
-            )
-            if math.isnan(result.estimate):
-                continue
-            low[first, second] = low[second, first] = result.low
-            high[first, second] = high[second, first] = result.high
-            delta[first, second] = delta[second, first] = isinstance(result, DeltaInterval)
-    return low, high, delta
+    for (first, second), result in by_pair.items():
+        delta[first, second] = delta[second, first] = isinstance(result, DeltaInterval)
+    return _fill_pairs(results, "low"), _fill_pairs(results, "high"), delta
 
 
 def alpha_intervals(

@@ -18,7 +18,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from statistics import NormalDist
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -877,27 +877,48 @@ def kappa_matrix_intervals(
         Symmetric; NaN where ``kappa_matrix`` is NaN. The diagonal is NaN (a labeler with
         themself is not a measurement).
     """
+    results = _pairwise_intervals(
+        reliability_data,
+        min_common,
+        lambda first, second: bootstrap_cohen_kappa(
+            first,
+            second,
+            categories=categories,
+            weights=weights,
+            n_resamples=n_resamples,
+            confidence=confidence,
+            seed=seed,
+            clusters=clusters,
+        ),
+    )
+    return _fill_pairs(results, "low"), _fill_pairs(results, "high")
+
+
+def _pairwise_intervals(
+    reliability_data: npt.ArrayLike, min_common: int, interval: Callable[[np.ndarray, np.ndarray], Any]
+) -> tuple[int, dict[tuple[int, int], Any]]:
+    """Each pair of labelers with at least ``min_common`` items in common, and ``interval(first row,
+    second row)`` for it where its estimate is defined: the one pair loop of the kappa matrices (the
+    bootstrap's and the delta method's). Returns the number of labelers and the results by pair."""
     data = _as_reliability_data(reliability_data)
     n_labelers = data.shape[0]
-    low = np.full((n_labelers, n_labelers), np.nan)
-    high = np.full((n_labelers, n_labelers), np.nan)
     present = ~np.isnan(data)
+    results: dict[tuple[int, int], Any] = {}
     for first in range(n_labelers):
         for second in range(first + 1, n_labelers):
             if (present[first] & present[second]).sum() < min_common:
                 continue
-            result = bootstrap_cohen_kappa(
-                data[first],
-                data[second],
-                categories=categories,
-                weights=weights,
-                n_resamples=n_resamples,
-                confidence=confidence,
-                seed=seed,
-                clusters=clusters,
-            )
-            if math.isnan(result.estimate):
-                continue
-            low[first, second] = low[second, first] = result.low
-            high[first, second] = high[second, first] = result.high
-    return low, high
+            result = interval(data[first], data[second])
+            if not math.isnan(result.estimate):
+                results[first, second] = result
+    return n_labelers, results
+
+
+def _fill_pairs(results: tuple[int, dict[tuple[int, int], Any]], name: str) -> np.ndarray:
+    """A symmetric labelers x labelers matrix of one field of :func:`_pairwise_intervals`' results (NaN
+    elsewhere)."""
+    n_labelers, by_pair = results
+    matrix = np.full((n_labelers, n_labelers), np.nan)
+    for (first, second), result in by_pair.items():
+        matrix[first, second] = matrix[second, first] = getattr(result, name)
+    return matrix
