@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 from django.db import transaction
 from django.utils import timezone
 
-from ...models import Image, Job, Membership, Release, ReleaseImage
+from ...models import Image, Job, Label, Membership, Release, ReleaseImage
 from ..heartbeat import JobBeat
 from ..media_files import STORAGE_FAILURES, upload_file
 from .bundle import ImagefolderWriter, TableWriter, file_info, manifest_write, zip_write
@@ -447,7 +447,7 @@ def _build(release, final_attempt, beat, inactive, tmp, tmp_zip, top, progress) 
         # visible.
         release_files_remove(release, f"{top}.zip")
         beat()
-        with build_memory():
+        with build_memory(Label.objects.filter(phase__project_id=release.project_id).count()):
             result = release_write(release, tmp, on_chunk=progress, beat=beat)
             zip_info = zip_write(tmp, tmp_zip, top=top, beat=beat)
             beat()
