@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = (ROOT / "bin" / "demo").read_text()
 
@@ -44,6 +46,7 @@ def test_the_demo_installs_into_a_virtual_environment_under_var():
     assert '"$VENV_PYTHON" manage.py runserver "$HOST:$PORT" --noreload >>"$LOG" 2>&1 &' in DEMO
 
 
+@pytest.mark.slow  # runs bin/demo in a process of its own: CI runs it, bin/test --fast skips it
 def test_the_demo_runs_with_debug_off_and_shows_the_apps_404_page_and_favicon():
     env = demo_environment()
     assert env["DJANGO_DEBUG"] == "0"
@@ -89,6 +92,7 @@ sys.exit(f"unexpected: {args}")
 """
 
 
+@pytest.mark.slow  # runs bin/demo in a process of its own: CI runs it, bin/test --fast skips it
 def test_the_demo_prints_the_url_and_the_sign_ins_last_and_its_logs_to_a_file(tmp_path):
     import signal
     import socket

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -20,6 +22,7 @@ def env_example() -> dict[str, str]:
     return values
 
 
+@pytest.mark.slow  # runs the deploy check in a process of its own: CI runs it, bin/test --fast skips it
 def test_check_deploy_passes_with_the_shipped_env_example():
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_", "CELERY_", "REDIS_"))}
     env.update(env_example())

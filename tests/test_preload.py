@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from labeling.preload import MODULES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -20,10 +22,12 @@ def _loaded(preload: str) -> list[str]:
     return [m for m in out.stdout.strip().splitlines()[-1].split(",") if m]
 
 
+@pytest.mark.slow  # starts the WSGI application in a process of its own: CI runs it, bin/test --fast skips it
 def test_the_wsgi_application_starts_with_the_heavy_modules_loaded():
     assert _loaded("1") == list(MODULES)
 
 
+@pytest.mark.slow  # starts the WSGI application in a process of its own: CI runs it, bin/test --fast skips it
 def test_preloading_can_be_turned_off():
     # Without it, loading the application imports neither SciPy's statistics nor pyplot.
     loaded = _loaded("0")

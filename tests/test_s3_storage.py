@@ -27,7 +27,8 @@ from tests.factories import UserFactory
 from tests.labeling.helpers import open_calibration_1, run_tasks_here, submit
 from tests.s3 import s3_media, s3_server  # noqa: F401  (fixtures)
 
-pytestmark = pytest.mark.django_db
+# Each test runs against a moto S3 server (tests/s3.py): the slow tier (CI runs it, bin/test --fast skips it).
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
 # Monk Skin Tone 5 (#d7bd96): published ITA 50.32 degrees (D65, 2 degree observer).
 MST5 = (0xD7, 0xBD, 0x96)

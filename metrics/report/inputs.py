@@ -102,6 +102,9 @@ class ReportOptions:
     seed: int = 0
     #: Tones of the skin-tone scale (10 for MST) for the composition section; None: the deepest tone present.
     tone_levels: int | None = None
+    #: Draw the figures (matplotlib: most of a small report's time). False: report.json and report.html only,
+    #: e.g. for a gate in CI that reads the verdicts.
+    figures: bool = True
     #: Called with the name of each step as it starts ("gender", "skin_tone", ..., "figures"): progress.
     on_step: Callable[[str], None] | None = None
 

@@ -440,6 +440,8 @@ def _html(report: dict[str, Any], figures: list[dict[str, Any]]) -> str:
                 + "</p>"
             )
     parts.append("<h2>Figures</h2>")
+    if not figures:
+        parts.append("<p>No figures were drawn (<code>--no-figures</code>).</p>")
     for figure in figures:
         png = base64.b64encode(figure["png"]).decode("ascii")
         parts.append(
@@ -451,7 +453,8 @@ def _html(report: dict[str, Any], figures: list[dict[str, Any]]) -> str:
 
 
 def write_report(options: ReportOptions) -> dict[str, Any]:
-    """Compute the report and write ``report.json``, ``report.html`` and ``figures/*.png|svg`` in ``options.out``.
+    """Compute the report and write ``report.json``, ``report.html`` and ``figures/*.png|svg`` in ``options.out``
+    (no figures when ``options.figures`` is false).
 
     Parameters
     ----------
@@ -469,9 +472,11 @@ def write_report(options: ReportOptions) -> dict[str, Any]:
         Invalid inputs.
     """
     report = build_report(options)
-    if options.on_step is not None:
-        options.on_step("figures")
-    figures = _figures(report, options)
+    figures = []
+    if options.figures:
+        if options.on_step is not None:
+            options.on_step("figures")
+        figures = _figures(report, options)
     report["figures"] = [
         {"title": f["title"], "png": f"figures/{f['slug']}.png", "svg": f"figures/{f['slug']}.svg"} for f in figures
     ]

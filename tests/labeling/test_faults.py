@@ -104,6 +104,7 @@ def start_private_redis(port: int, workdir: str) -> subprocess.Popen:
     raise AssertionError("the private redis-server did not start")
 
 
+@pytest.mark.slow  # starts and stops a private redis-server: CI runs it, bin/test --fast skips it
 @pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs the redis-server binary")
 def test_a_private_redis_stopped_and_started_during_labeling_loses_nothing(labeling_session):
     """Ten submits with the cache up, ten while its Redis is stopped, ten after it is back: 0 errors."""

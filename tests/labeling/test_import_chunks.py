@@ -234,6 +234,7 @@ def test_the_quick_check_of_a_jpeg_rejects_what_the_full_decode_rejects(progress
     assert (decoded.width, decoded.height, decoded.mode) == (128, 96, "RGB")
 
 
+@pytest.mark.slow  # starts a moto S3 server (tests/s3.py): CI runs it, bin/test --fast skips it
 def test_in_the_bucket_a_failing_chunk_leaves_no_objects(s3_media, project, lead, sent, monkeypatch):  # noqa: F811
     """The same through moto's S3 server (tests/s3.py): the uploads run in threads through one shared client;
     when one fails, the chunk's other objects are deleted once their uploads are over."""

@@ -99,6 +99,7 @@ def test_resample_ranks_are_scipys_rankdata_of_the_resample(values, data):
         assert ranks[drawn] == pytest.approx(expected[positions[drawn]])
 
 
+@pytest.mark.slow  # a bootstrap of large samples: CI runs it, bin/test --fast skips it
 def test_large_samples_get_fisher_z_interval_that_matches_the_bootstrap():
     """Above bootstrap_max_n the interval is Fisher's z (Bonett-Wright); on the same data (continuous,
     and heavily tied like mean labels of four labelers) it holds the bootstrap's interval, at most a

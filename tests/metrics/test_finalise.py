@@ -254,6 +254,7 @@ def test_bad_inputs_raise(arguments, options, message):
         final_tones(*arguments, **{"n_images": 1, **options})
 
 
+@pytest.mark.slow  # one million labels: CI runs it, bin/test --fast skips it
 def test_one_million_labels():
     rng = np.random.default_rng(7)
     n_labels, n_images = 1_000_000, 250_000

@@ -33,7 +33,7 @@ def _tables(n=240, seed=0, shapes=SHAPES, heavy_gap=0.0):
     return attributes, pd.DataFrame({"image_id": ids, "error": errors})
 
 
-def _run(tmp_path, attributes, predictions, *extra, skin_tone=True, gender=True):
+def _run(tmp_path, attributes, predictions, *extra, skin_tone=True, gender=True, figures=False):
     attributes.to_csv(tmp_path / "attributes.csv", index=False)
     predictions.to_csv(tmp_path / "predictions.csv", index=False)
     argv = [
@@ -51,6 +51,7 @@ def _run(tmp_path, attributes, predictions, *extra, skin_tone=True, gender=True)
         "19",
         "--band-permutations",
         "99",
+        *([] if figures else ["--no-figures"]),
         *(["--skin-tone", "skin_tone", "--tone-levels", "10"] if skin_tone else []),
         *(["--gender", "gender"] if gender else []),
         *extra,
@@ -71,7 +72,7 @@ def _errors(capsys):
 
 def test_categorical_body_shape_reports_per_shape_groups(tmp_path, capsys):
     attributes, predictions = _tables(heavy_gap=0.6)
-    assert _run(tmp_path, attributes, predictions) == 0
+    assert _run(tmp_path, attributes, predictions, figures=True) == 0
     out = capsys.readouterr().out
     assert "Body shape (body_shape) is treated as categorical" in out
     report = _report(tmp_path)
@@ -260,6 +261,7 @@ def _simulated_verdict(tmp_path, seed: int, gap: float) -> dict:
     return report["body_shape"]
 
 
+@pytest.mark.slow  # a seeded simulation over many datasets: CI runs it, bin/test --fast skips it
 def test_simulation_planted_gap_for_one_body_shape_is_flagged(tmp_path):
     parts = [_simulated_verdict(tmp_path, seed, gap=0.5) for seed in range(40)]
     flagged = [p["verdict"]["significant"] and p["verdict"]["worst_band"] == "heavy" for p in parts]
@@ -267,6 +269,7 @@ def test_simulation_planted_gap_for_one_body_shape_is_flagged(tmp_path):
     assert np.mean(flagged) >= 0.9
 
 
+@pytest.mark.slow  # a seeded simulation over many datasets: CI runs it, bin/test --fast skips it
 def test_simulation_no_gap_is_flagged_at_most_at_the_nominal_rate(tmp_path):
     parts = [_simulated_verdict(tmp_path, 1000 + seed, gap=0.0) for seed in range(100)]
     rate = np.mean([p["verdict"]["significant"] for p in parts])

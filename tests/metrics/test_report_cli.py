@@ -41,7 +41,8 @@ def _write(frame, path):
     return path
 
 
-def _run(tmp_path, attributes, predictions, *extra, fmt=(".csv", ".csv")):
+def _run(tmp_path, attributes, predictions, *extra, fmt=(".csv", ".csv"), figures=False):
+    """The command line on two tables; without figures unless the test reads them (``--no-figures``)."""
     attr = _write(attributes, tmp_path / f"attributes{fmt[0]}")
     pred = _write(predictions, tmp_path / f"predictions{fmt[1]}")
     argv = [
@@ -61,6 +62,7 @@ def _run(tmp_path, attributes, predictions, *extra, fmt=(".csv", ".csv")):
         "--body-shape",
         "body_shape",
         "--no-progress",
+        *([] if figures else ["--no-figures"]),
         *extra,
     ]
     return main(argv)
@@ -69,7 +71,7 @@ def _run(tmp_path, attributes, predictions, *extra, fmt=(".csv", ".csv")):
 @pytest.mark.parametrize("fmt", [(".csv", ".csv"), (".jsonl", ".parquet"), (".parquet", ".jsonl")])
 def test_report_writes_json_and_html(tmp_path, fmt):
     attributes, predictions = _tables()
-    assert _run(tmp_path, attributes, predictions, fmt=fmt) == 0
+    assert _run(tmp_path, attributes, predictions, fmt=fmt, figures=fmt[0] == ".csv") == 0
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     for key in (
         "inputs",
@@ -94,8 +96,28 @@ def test_report_writes_json_and_html(tmp_path, fmt):
     dbscan = report["intersectional"]["seed_000"]
     assert dbscan["n_customers"] == len(dbscan["members"])
     page = (tmp_path / "out" / "report.html").read_text()
-    assert page.count("data:image/png;base64,") == len(report["figures"]) == 5
+    drawn = 5 if fmt[0] == ".csv" else 0  # the other formats run with --no-figures
+    assert page.count("data:image/png;base64,") == len(report["figures"]) == drawn
+    assert len(list((tmp_path / "out" / "figures").glob("*.png"))) == drawn
     assert "http://" not in page and "https://" not in page
+
+
+def test_no_figures_writes_the_same_report_without_them(tmp_path, capsys):
+    attributes, predictions = _tables()
+    (tmp_path / "with").mkdir()
+    (tmp_path / "without").mkdir()
+    assert _run(tmp_path / "with", attributes, predictions, figures=True) == 0
+    assert "and the figures in" in capsys.readouterr().out
+    assert _run(tmp_path / "without", attributes, predictions) == 0
+    assert "(no figures: --no-figures)" in capsys.readouterr().out
+    drawn = json.loads((tmp_path / "with" / "out" / "report.json").read_text())
+    bare = json.loads((tmp_path / "without" / "out" / "report.json").read_text())
+    assert len(drawn.pop("figures")) == 5 and bare.pop("figures") == []
+    for report, folder in ((drawn, "with"), (bare, "without")):  # the input paths differ by their folder
+        for name in ("attributes", "predictions"):
+            assert report["inputs"].pop(name).endswith(f"/{folder}/{name}.csv")
+    assert bare == drawn
+    assert "No figures were drawn" in (tmp_path / "without" / "out" / "report.html").read_text()
 
 
 def test_rows_joined_by_id_not_position(tmp_path):

@@ -143,6 +143,7 @@ def test_design_effect_grows_with_the_correlation_within_people():
     assert design_effect(rng.normal(0, 1, 1600), person)["design_effect"] == pytest.approx(1.0, abs=0.25)
 
 
+@pytest.mark.slow  # a seeded simulation over many datasets: CI runs it, bin/test --fast skips it
 @pytest.mark.parametrize("photos", [2, 4])
 def test_nulls_with_repeated_people_keep_the_nominal_rate_only_with_clusters(photos):
     # Issue 20: with 2 and 4 photos per person, skin tone was "significant" 23% and 47% of the time.

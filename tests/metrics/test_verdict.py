@@ -270,6 +270,7 @@ def test_permutation_null_reuses_clusters_and_equals_rerunning_the_ensemble():
     assert result.p_value == (1 + sum(c >= result.n_customers for c in expected)) / 13
 
 
+@pytest.mark.slow  # a seeded simulation over many datasets: CI runs it, bin/test --fast skips it
 def test_intersectional_null_rate_and_planted_region():
     n_sims, significant, flagged_any = 20, 0, 0
     for seed in range(n_sims):
@@ -388,7 +389,7 @@ def test_report_always_shows_bands_and_gate_exits_non_zero(tmp_path, capsys):
     argv = ["report", "--attributes", str(tmp_path / "a.csv"), "--predictions", str(tmp_path / "p.csv")]
     argv += ["--out", str(tmp_path / "out"), "--skin-tone", "skin_tone", "--body-shape", "body_shape"]
     argv += ["--gender", "gender", "--tone-min", "tone_min", "--tone-max", "tone_max", "--no-progress"]
-    argv += ["--permutations", "19", "--band-permutations", "199", "--uncertainty-draws", "5"]
+    argv += ["--permutations", "19", "--band-permutations", "199", "--uncertainty-draws", "5", "--no-figures"]
     assert main(argv) == 0
     summary = capsys.readouterr().out
     skin = [line for line in summary.splitlines() if line.startswith("Skin tone disparity")][0]
@@ -437,7 +438,7 @@ def _rare_tone_report(tmp_path, extra):
     out = tmp_path / ("out" + "_".join(extra))
     argv = ["report", "--attributes", str(tmp_path / "a.csv"), "--predictions", str(tmp_path / "p.csv")]
     argv += ["--out", str(out), "--skin-tone", "skin_tone", "--cluster", "subject_id", "--no-progress"]
-    argv += ["--permutations", "0", "--band-permutations", "199", "--tone-levels", "10", *extra]
+    argv += ["--permutations", "0", "--band-permutations", "199", "--tone-levels", "10", "--no-figures", *extra]
     assert main(argv) == 0
     return json.loads((out / "report.json").read_text())["skin_tone"]["bands"]
 
