@@ -123,7 +123,7 @@ def test_derive_errors():
 
 def test_report_writes_figures_as_png_and_svg_and_composition(tmp_path):
     attributes, predictions = _tables()
-    assert _run(tmp_path, attributes, predictions, "--tone-levels", "10", *FAST) == 0
+    assert _run(tmp_path, attributes, predictions, "--tone-levels", "10", *FAST, figures=True) == 0
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert len(report["figures"]) == 5
     for figure in report["figures"]:
