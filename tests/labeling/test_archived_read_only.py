@@ -1,6 +1,7 @@
 """Issue 14: an archived project is read-only for every write, through the API and the pages alike (the refusal
 is in the services), while reading, downloading published releases, unarchiving and deleting still work."""
 
+import copy
 import io
 import uuid
 from pathlib import Path
@@ -41,7 +42,9 @@ INCLUDE = dict.fromkeys(release_services.CATEGORIES, True)
 
 
 @pytest.fixture(autouse=True)
-def media_root(settings, tmp_path):
+def media_root(request, settings, tmp_path):
+    if "shared_world" in request.fixturenames:  # the module's world and its files (override_settings below)
+        return Path(settings.MEDIA_ROOT)
     settings.MEDIA_ROOT = str(tmp_path / "media")
     return Path(settings.MEDIA_ROOT)
 
@@ -49,6 +52,37 @@ def media_root(settings, tmp_path):
 @pytest.fixture
 def world(lead):
     """A labelled project with a published release and a gate; archived by each test once it is set up."""
+    return build_world(lead)
+
+
+@pytest.fixture(scope="module")
+def _module_world(django_db_setup, django_db_blocker, tmp_path_factory):
+    """:func:`build_world` once for this module's refused writes (a release build is most of its cost), inside
+    a transaction rolled back after the module's last test; each test runs in a savepoint inside it (the
+    ``db`` fixture), so it sees the world as built, whatever an earlier test wrote (the pattern of
+    ``test_authorization_matrix``). Its files live in the module's own media folder."""
+    from django.contrib.auth.models import Permission
+    from django.db import transaction
+    from django.test import override_settings
+
+    from tests.factories import UserFactory
+
+    media = tmp_path_factory.mktemp("archived") / "media"
+    with django_db_blocker.unblock(), override_settings(MEDIA_ROOT=str(media)), transaction.atomic():
+        lead = UserFactory(username="lead")
+        lead.user_permissions.add(Permission.objects.get(codename="add_project", content_type__app_label="labeling"))
+        yield build_world(lead)
+        transaction.set_rollback(True)
+
+
+@pytest.fixture
+def shared_world(_module_world, db):
+    """The module's world for one test: its rows as built (the test's savepoint is rolled back after it), its
+    objects copied (a test that archives ``project`` changes its copy only)."""
+    return copy.deepcopy(_module_world)
+
+
+def build_world(lead):
     project = ProjectFactory(created_by=lead, name="Finished study")
     members = [MembershipFactory(project=project, pseudonym=f"L{i}") for i in range(1, 4)]
     files = [(f"img{i}.png", io.BytesIO(png_bytes(colour=(40 * i, 90, 60)))) for i in range(3)]
@@ -297,8 +331,9 @@ WRITES = [
 
 @pytest.mark.parametrize(("what", "who", "prepare", "request_for"), WRITES, ids=[w[0] for w in WRITES])
 def test_every_write_is_refused_on_an_archived_project_and_changes_nothing(
-    world, client_for, what, who, prepare, request_for
+    shared_world, client_for, what, who, prepare, request_for
 ):
+    world = shared_world
     if prepare is not None:
         prepare(world)
     project = world["project"]

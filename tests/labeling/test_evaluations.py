@@ -561,6 +561,7 @@ def test_only_the_needed_columns_are_read(tmp_path):
     assert list(read.columns) == ["external_id", "error"]
 
 
+@pytest.mark.slow  # starts the reader process (a fresh interpreter): CI runs it, bin/test --fast skips it
 def test_a_large_upload_is_read_in_a_process_of_its_own(
     released, lead, client_for, monkeypatch, django_capture_on_commit_callbacks
 ):
