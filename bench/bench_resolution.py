@@ -88,6 +88,37 @@ def held_out(second: bool = False) -> None:
         )
 
 
+def development_light() -> None:
+    """``--development-light``: light faces under the development set's own variants (tuning set of
+    colorimetry-5.2.0; the held-out sets are not used for tuning). Both portraits, Monk 1-5, the skin
+    detector's development variants with exposure or cast (``skin_evaluation_set.DEVELOPMENT_VARIANTS``),
+    the development export (Lanczos, quality 92); default detector."""
+    from tests.colorimetry import resolution_sets
+
+    detector = "landmarks_or_face"
+    names = ("under_half_stop_mirror", "over_half_stop_orange_beige_brown", "cool_tight_crop")
+    spreads = []
+    for portrait in (evaluation.astronaut(), evaluation.grace_hopper()):
+        for tone in range(1, 6):
+            base = evaluation.recoloured(portrait, tone)
+            for name in names:
+                rgb = evaluation.DEVELOPMENT_VARIANTS[name](base, portrait.truth, tone)[0]
+                with tempfile.TemporaryDirectory() as tmp:
+                    files = resolution_sets.export(
+                        rgb, Path(tmp), master=Image.Resampling.LANCZOS, down=Image.Resampling.LANCZOS, quality=92
+                    )
+                    values = resolution_sets.readings(files, measure_image, skin_detector=detector)
+                found = [v for v in values.values() if v is not None]
+                spread = max(found) - min(found) if found and len(found) == len(values) else float("inf")
+                spreads.append(spread)
+                shown = ", ".join(f"{k} {'-' if v is None else f'{v:.2f}'}" for k, v in values.items())
+                print(f"  {portrait.name:12} {name:34} {tone:>2}  {spread:5.2f}  {shown}")
+    print(
+        f"{detector}: {sum(s <= 1.0 for s in spreads)}/{len(spreads)} light development scenes within 1 degree, "
+        f"worst {max(spreads):.2f}, mean spread {sum(spreads) / len(spreads):.3f}"
+    )
+
+
 def timing() -> None:
     """Median time of one measurement per reading of the development cases (``--time``)."""
     import statistics
@@ -120,6 +151,9 @@ def timing() -> None:
 def main() -> None:
     if "--held-out-2" in sys.argv:
         held_out(second=True)
+        return
+    if "--development-light" in sys.argv:
+        development_light()
         return
     if "--held-out" in sys.argv:
         held_out()

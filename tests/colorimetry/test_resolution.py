@@ -84,8 +84,14 @@ def test_ita_is_the_same_at_every_resolution_and_decode(tmp_path, portrait: str,
 
 
 def test_the_check_can_fail_the_cascades_box_moves_with_the_scale(tmp_path) -> None:
-    """The same check on the cascades at Monk 7 (their box is found on a different grid at each scale)."""
-    readings = [measure_image(path, skin_detector="face")["ita_median"] for path in _files(tmp_path, 7).values()]
+    """The same check on the cascades at Monk 6 (their box is found on a different grid at each scale;
+    colorimetry-5.2.0: 2.0 degrees between the 2 MP and the 12 MP full decodes. Monk 7, used before, came
+    within 1 degree with 5.2.0's wider forehead ramp)."""
+    readings = []
+    for name, path in _files(tmp_path, 6).items():
+        readings.append(measure_image(path, skin_detector="face")["ita_median"])
+        if name != "512 px":
+            readings.append(measure_image(path, max_pixels=FULL, skin_detector="face")["ita_median"])
     found = [r for r in readings if r is not None]
     assert len(found) < len(readings) or max(found) - min(found) > 1.0
 
