@@ -366,7 +366,12 @@ WEIGHT_FULL = 1.5
 WEIGHT_ZERO = 3.5
 #: The forehead's weight in the colour model falls from 1 to 0 as its median colour's distance from the
 #: cheeks' goes from REGION_MAX_DELTA_E - FOREHEAD_RAMP to REGION_MAX_DELTA_E + FOREHEAD_RAMP.
-FOREHEAD_RAMP = 2.0
+#: colorimetry-5.2.0: 6 (was 2). The distance itself moves between sizes and decodes of one photo (by up
+#: to 1.5 Delta E on the light development scenes of ``bench/bench_resolution.py --development-light``:
+#: 6.7 to 8.2 on Grace Hopper at Monk 3), and on a two-population sample the colour model follows the
+#: forehead's weight; a ramp of 2 turned that into weights 0.44-0.82, a ramp of 6 into 0.48-0.61. A
+#: forehead 14 Delta E from the cheeks (a fringe of hair) still has no weight.
+FOREHEAD_RAMP = 6.0
 #: Polygons are rasterised as coverage fractions, FILL_SUPERSAMPLE x FILL_SUPERSAMPLE points per pixel.
 FILL_SUPERSAMPLE = 4
 
@@ -473,11 +478,21 @@ def canonical_skin_weights(
 
 
 def _weighted_median(values: np.ndarray, weight: np.ndarray) -> np.ndarray:
-    """Per row of ``values`` (k x n), the weighted median (``weight``: n, not all 0)."""
+    """Per row of ``values`` (k x n), the weighted median (``weight``: n, not all 0), interpolated: each
+    value stands at the middle of its weight on the cumulative scale and the median is read off the
+    line through those points (colorimetry-5.2.0). Continuous in the weights and the values: the first
+    value past half the weight (5.1.0) jumped to the next value when a weight changed a little, by a
+    large step where the sample has a gap (two populations: the forehead and the cheeks)."""
     order = np.argsort(values, axis=1, kind="stable")
-    cumulative = np.cumsum(weight[order], axis=1)
-    position = np.array([np.searchsorted(row, row[-1] / 2) for row in cumulative])
-    return np.asarray(np.take_along_axis(values, order, axis=1)[np.arange(values.shape[0]), position])
+    ordered = np.take_along_axis(values, order, axis=1)
+    mass = weight[order]
+    total = mass.sum(axis=1)
+    middle = (np.cumsum(mass, axis=1) - mass / 2) / total[:, None]
+    out = np.empty(values.shape[0])
+    for row in range(values.shape[0]):
+        keep = mass[row] > 0
+        out[row] = np.interp(0.5, middle[row, keep], ordered[row, keep])
+    return out
 
 
 def _colour_model(sample: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:

@@ -25,6 +25,13 @@ Since colorimetry-5.1.0 Face Mesh's presence check applies after its tracking pa
 held-out set missed at 2 MP through the fast path is found (docs/colorimetry-resolution.md, which also
 records a colour-model change tried and reverted: steadier across sizes, but the development set's
 MST 5-6 read dark beyond the 5-degree bar).
+
+Since colorimetry-5.2.0 the forehead's weight in the face's colour model ramps over 6 Delta E either
+side of :data:`colorimetry.face.REGION_MAX_DELTA_E` (was 2) and the model's weighted median is
+interpolated: the forehead-to-cheeks distance moves by up to 1.5 Delta E between the readings of one
+photo, and the colour model with the forehead's weight. Development set 20 of 20, worst 0.81; first
+held-out set 70 of 72 (5.1.0: 68), worst 1.44; second held-out set (``held_out_2_scenes``) 70 of 72
+(5.1.0: 69), worst 1.09 (2.35) (docs/colorimetry-resolution.md).
 """
 
 from __future__ import annotations
@@ -58,13 +65,18 @@ def _files(tmp_path, tone: int, portrait: str = "astronaut") -> dict[str, object
     return files
 
 
+#: Each case costs 1-2 s (five measurements, two of them of 12 MP): a light, a mid and a dark case run in
+#: the fast tier, the others in the slow tier (CI runs both).
+SLOW = pytest.mark.slow
+
+
 @pytest.mark.parametrize(
     ("portrait", "tone"),
     [
-        ("astronaut", 2),
-        ("astronaut", 6),
-        ("astronaut", 7),
-        ("astronaut", 10),
+        pytest.param("astronaut", 2, marks=SLOW),
+        pytest.param("astronaut", 6, marks=SLOW),
+        pytest.param("astronaut", 7, marks=SLOW),
+        pytest.param("astronaut", 10, marks=SLOW),
         ("grace_hopper", 1),
         ("grace_hopper", 4),
         ("grace_hopper", 10),
@@ -83,9 +95,16 @@ def test_ita_is_the_same_at_every_resolution_and_decode(tmp_path, portrait: str,
     assert spread <= 1.0, readings
 
 
+@pytest.mark.slow
 def test_the_check_can_fail_the_cascades_box_moves_with_the_scale(tmp_path) -> None:
-    """The same check on the cascades at Monk 7 (their box is found on a different grid at each scale)."""
-    readings = [measure_image(path, skin_detector="face")["ita_median"] for path in _files(tmp_path, 7).values()]
+    """The same check on the cascades at Monk 6 (their box is found on a different grid at each scale;
+    colorimetry-5.2.0: 2.0 degrees between the 2 MP and the 12 MP full decodes. Monk 7, used before, came
+    within 1 degree with 5.2.0's wider forehead ramp)."""
+    readings = []
+    for name, path in _files(tmp_path, 6).items():
+        readings.append(measure_image(path, skin_detector="face")["ita_median"])
+        if name != "512 px":
+            readings.append(measure_image(path, max_pixels=FULL, skin_detector="face")["ita_median"])
     found = [r for r in readings if r is not None]
     assert len(found) < len(readings) or max(found) - min(found) > 1.0
 
@@ -127,6 +146,7 @@ def test_a_pixels_colour_weight_is_a_ramp() -> None:
         assert _fit(lab, centre, spread) == pytest.approx([1.0, 1.0, 0.5, 0.0, 0.0])
 
 
+@pytest.mark.slow
 def test_a_dark_face_is_kept_when_the_tracked_mesh_confirms_it(tmp_path) -> None:
     """colorimetry-5.1.0: Face Mesh's face-presence gate applies after the tracking pass. The held-out
     resolution scene 'astronaut camera_warm_mirror MST 10' at 2 MP through the fast path (707 px, DCT
