@@ -93,6 +93,8 @@ class ReferenceTally:
             rows["retest_n"].append(block["n"] if block else None)
             for name in ("exact", "within_one", "weighted_kappa", "mean_shift"):
                 rows[f"retest_{name}"].append(block[name]["value"] if block else None)
+                rows[f"retest_{name}_ci_low"].append(block[name]["low"] if block else None)
+                rows[f"retest_{name}_ci_high"].append(block[name]["high"] if block else None)
             shared, *profile = profiles.get(labeler_id, (False, "", "", ""))
             rows["profile_shared"].append(bool(shared))
             for column, text in zip(PROFILE_COLUMNS, profile, strict=True):

@@ -32,6 +32,7 @@ from labeling.services import releases as svc
 from labeling.services.labels import label_correct
 from labeling.services.phases import phase_get
 from labeling.services.releases import build as build_module
+from labeling.services.releases.tables import RETEST_STATS
 from labeling.services.review import review_candidates
 from tests.card_texts import card_texts_for_tests
 from tests.factories import MembershipFactory, UserFactory
@@ -402,6 +403,32 @@ def test_release_files_name_labelers_by_pseudonym_only(study, lead, media):
     labelers = read_csv(root / "labelers.csv")
     assert [r["labeler"] for r in labelers] == ["L1", "L2", "L3", "L4"]
     assert {r["profile_shared"] for r in labelers} == {"false"} and {r["gender"] for r in labelers} == {""}
+
+
+def test_the_labelers_table_gives_each_retest_statistic_with_its_interval(study, lead, media):
+    """Every retest rate and coefficient of labelers.parquet carries its 95% interval (the consensus services'
+    test-retest, as the card shows it), even where the value itself is withheld as too uncertain."""
+    from labeling.services.consensus import test_retest_compute
+
+    release = make_release(study["project"], lead)
+    rows = {r["labeler"]: r for r in pq.read_table(svc.release_dir(release) / "labelers.parquet").to_pylist()}
+    pseudonym = dict(Membership.objects.filter(project=study["project"]).values_list("id", "pseudonym"))
+    blocks = {pseudonym[b["labeler"]]: b for b in test_retest_compute(study["project"])["per_labeler"]}
+    assert blocks, "the study has calibration-2 repeats"
+    for name, block in blocks.items():
+        row = rows[name]
+        assert row["retest_n"] == block["n"]
+        for stat in RETEST_STATS:
+            low, high = row[f"retest_{stat}_ci_low"], row[f"retest_{stat}_ci_high"]
+            assert (row[f"retest_{stat}"], low, high) == (block[stat]["value"], block[stat]["low"], block[stat]["high"])
+            if stat in ("exact", "within_one"):  # a share has its Wilson interval from one image on
+                assert low is not None and high is not None, (name, stat)
+            if low is not None:  # a kappa or a mean shift needs more than one image for one
+                assert low <= high, (name, stat)
+            if row[f"retest_{stat}"] is not None:
+                assert low <= row[f"retest_{stat}"] <= high
+    for name in set(rows) - set(blocks):  # no repeat: no statistic and no interval
+        assert all(rows[name][f"retest_{stat}_ci_low"] is None for stat in RETEST_STATS)
 
 
 def test_profile_fields_appear_only_for_labelers_who_agreed_to_share_them(study, lead, media):

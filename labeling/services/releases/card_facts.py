@@ -173,6 +173,17 @@ FIELD_MEANINGS: dict[str, dict[str, str]] = {
         "retest_weighted_kappa": "Quadratic-weighted kappa between the two rounds; empty with too little data "
         "(fewer than 5 images or a 95% interval wider than 0.5).",
         "retest_mean_shift": "Mean of (calibration 2 - calibration 1): + = drifted deeper.",
+        **{
+            f"retest_{name}_ci_{end}": f"{'Lower' if end == 'low' else 'Upper'} bound of the 95% interval of "
+            f"retest_{name} ({how}); given even where retest_{name} is empty as too uncertain."
+            for name, how in (
+                ("exact", "Wilson, or clustered by person when photos repeat people"),
+                ("within_one", "Wilson, or clustered by person when photos repeat people"),
+                ("weighted_kappa", "BCa bootstrap or delta method, as the card says"),
+                ("mean_shift", "t interval clustered by person"),
+            )
+            for end in ("low", "high")
+        },
         "profile_shared": "Whether the labeler agreed to share the profile fields below (empty otherwise).",
         "expertise": "Shared profile field: the labeler's expertise, as the labeler gave it.",
         "region_of_upbringing": "Shared profile field: region of upbringing (it changes labels systematically).",

@@ -104,6 +104,8 @@ LABELS_SCHEMA = pa.schema(
         ("display", pa.string()),
     ]
 )
+#: Test-retest statistics of the labelers table, each with its 95% interval (``_ci_low``, ``_ci_high``).
+RETEST_STATS = ("exact", "within_one", "weighted_kappa", "mean_shift")
 LABELERS_SCHEMA = pa.schema(
     [
         pa.field("labeler", pa.string(), nullable=False),
@@ -114,10 +116,7 @@ LABELERS_SCHEMA = pa.schema(
         ("bias_mean_diff", pa.float64()),
         ("bias_mean_abs_diff", pa.float64()),
         ("retest_n", pa.int64()),
-        ("retest_exact", pa.float64()),
-        ("retest_within_one", pa.float64()),
-        ("retest_weighted_kappa", pa.float64()),
-        ("retest_mean_shift", pa.float64()),
+        *((f"retest_{name}{part}", pa.float64()) for name in RETEST_STATS for part in ("", "_ci_low", "_ci_high")),
         ("profile_shared", pa.bool_()),
         ("expertise", pa.string()),
         ("region_of_upbringing", pa.string()),
@@ -462,8 +461,12 @@ class LabelerTally:
                 rows[column].append(_finite(bias.loc[labeler_id, name]) if enough else None)
             block = retest.get(labeler_id)
             rows["retest_n"].append(block["n"] if block else None)
-            for name in ("exact", "within_one", "weighted_kappa", "mean_shift"):
-                rows[f"retest_{name}"].append(block[name]["value"] if block else None)
+            for name in RETEST_STATS:
+                stat = block[name] if block else {}
+                rows[f"retest_{name}"].append(stat.get("value"))
+                # The interval even where the value is too uncertain to give (as on the card).
+                rows[f"retest_{name}_ci_low"].append(stat.get("low"))
+                rows[f"retest_{name}_ci_high"].append(stat.get("high"))
             shared, *profile = profiles.get(labeler_id, (False, "", "", ""))
             rows["profile_shared"].append(bool(shared))
             for column, text in zip(PROFILE_COLUMNS, profile, strict=True):
