@@ -161,10 +161,10 @@ FIELD_MEANINGS: dict[str, dict[str, str]] = {
         "bias_mean_diff": "Mean signed difference from the mean of the other labelers' values on the same "
         "images (+ = deeper; metrics.agreement.labeler_bias, the tone bands' rule over the whole scale); empty "
         "below the minimum number of images.",
+        "bias_ci_low": "Lower bound of bias_mean_diff's 95% t interval, clustered by person (CR1: the photos of one "
+        "person are one unit; an image without a subject is a person of its own); empty as bias_mean_diff.",
+        "bias_ci_high": "Upper bound of bias_mean_diff's 95% t interval (as bias_ci_low).",
         "bias_mean_abs_diff": "Mean absolute difference from the mean of the other labelers' values.",
-        "bias": "Mean signed difference from the mean of the other labelers' values (+ = deeper).",
-        "bias_ci_low": "Lower bound of the bias's confidence interval.",
-        "bias_ci_high": "Upper bound of the bias's confidence interval.",
         "retest_n": "Calibration-1 images this labeler labelled again in calibration 2.",
         "retest_exact": "Share of those with the same value both times; empty with too little data (fewer than "
         "5 images, or a Wilson 95% interval over retest_n wider than 50 percentage points).",
