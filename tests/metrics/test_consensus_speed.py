@@ -115,3 +115,111 @@ def test_alpha_without_each_from_the_panel_counts_is_the_same_interval(n_items, 
         )
         for level in old:
             _same(new[level], old[level])
+
+
+# --- kappa: category positions by table lookup (issue 24) against the binary search ----------------------
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(0, 40),
+    step=st.sampled_from([1.0, 0.5, 0.25, 0.1, 0.3]),
+    start=st.sampled_from([-3.0, 0.0, 1.0, 7.5]),
+    outside=st.booleans(),
+    shuffled=st.booleans(),
+)
+def test_category_positions_by_lookup_equal_the_binary_search(seed, n, step, start, outside, shuffled):
+    from metrics.agreement import kappa
+
+    rng = np.random.default_rng(seed)
+    cats = start + step * np.arange(int(rng.integers(1, 12)))
+    if shuffled:
+        cats = rng.permutation(cats)
+    x = rng.choice(cats, size=n)
+    y = rng.choice(cats, size=n)
+    if outside and n:
+        y[int(rng.integers(0, n))] = rng.choice([cats.max() + step, cats.min() + step / 3, 1e300, np.inf, np.nan])
+
+    def run():
+        try:
+            return kappa._category_positions(x, y, cats)
+        except ValueError as error:
+            return str(error)
+
+    fast = run()
+    with mock.patch.object(kappa, "_category_grid", lambda sorted_cats, sorter: None):
+        reference = run()
+    if isinstance(reference, str):
+        assert fast == reference
+    else:
+        for new, old in zip(fast, reference, strict=True):
+            assert np.array_equal(new, old) and np.asarray(new).dtype.kind == np.asarray(old).dtype.kind
+
+
+# --- bands: the consensus median by one sort ---------------------------------------------------------------
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n_labelers=st.integers(1, 7),
+    n_items=st.integers(0, 30),
+    scale=st.sampled_from([1.0, 0.5, 1e-300, 1e300]),
+    specials=st.booleans(),
+)
+def test_column_median_equals_nanmedian(seed, n_labelers, n_items, scale, specials):
+    import warnings
+
+    from metrics.agreement.bands import _column_nanmedian
+
+    rng = np.random.default_rng(seed)
+    data = np.round(rng.normal(size=(n_labelers, n_items)) * 4) * scale
+    data[rng.random(data.shape) < 0.3] = np.nan
+    if specials:
+        data[rng.random(data.shape) < 0.1] = np.inf
+        data[rng.random(data.shape) < 0.1] = -np.inf
+    data = data[:, (~np.isnan(data)).any(axis=0)]  # agreement_by_band takes columns with values only
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        reference = np.nanmedian(data, axis=0) if data.shape[1] else np.zeros(0)
+    # Equal values (a signed zero may come out either way; the consensus is only compared with band edges).
+    assert np.array_equal(_column_nanmedian(data), reference, equal_nan=True)
+
+
+# --- consensus_table: mode, complete and overlap consensus column by column ---------------------------------
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n_images=st.integers(1, 40),
+    n_labelers=st.integers(1, 6),
+    missing=st.sampled_from([0.0, 0.3, 0.8]),
+)
+def test_consensus_table_flags_and_mode_per_image(seed, n_images, n_labelers, missing):
+    rng = np.random.default_rng(seed)
+    first = rng.integers(1, 11, size=(n_images, n_labelers)).astype(float)
+    second = np.where(rng.random(first.shape) < 0.4, np.clip(first + rng.integers(-2, 3, first.shape), 1, 10), np.nan)
+    first[rng.random(first.shape) < missing] = np.nan
+    table = agreement.consensus_table(first, second)
+    for image in range(n_images):
+        lows, highs = [], []
+        for a, b in zip(first[image], second[image], strict=True):
+            if np.isnan(a):
+                continue
+            b = a if np.isnan(b) else b
+            if abs(a - b) <= 1:
+                lows.append(min(a, b))
+                highs.append(max(a, b))
+        values = [(lo + hi) / 2 for lo, hi in zip(lows, highs, strict=True)]
+        row = table.iloc[image]
+        several = len(values) >= 2
+        assert row["complete_consensus"] == (several and len(set(lows)) == 1 and len(set(highs)) == 1)
+        assert row["overlap_consensus"] == (several and max(lows) <= min(highs))
+        if values:
+            counts = {v: values.count(v) for v in values}
+            best = max(counts.values())
+            assert row["mode"] == min(v for v, c in counts.items() if c == best) and row["mode_count"] == best
+        else:
+            assert np.isnan(row["mode"]) and row["mode_count"] == 0
