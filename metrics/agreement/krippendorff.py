@@ -110,9 +110,9 @@ def value_counts_without_each(reliability_data: npt.ArrayLike) -> list[tuple[np.
     """:func:`value_counts` of the data without each labeler in turn, from one count of everyone's values.
 
     Entry ``p`` equals ``value_counts(np.delete(reliability_data, p, axis=0))`` exactly (the same
-    observed values as domain, the same int64 counts): labeler ``p``'s labels are taken off the
-    panel's counts, and values nobody else gave leave the domain. One pass over the labels instead of one
-    per labeler (alpha without each labeler, ``services.consensus.labelers``).
+    observed values as domain, the same int64 counts): everyone's labels are coded once, each labeler's
+    row of codes left out in turn, and values nobody else gave leave the domain (alpha without each
+    labeler, ``services.consensus.labelers``).
 
     Examples
     --------
@@ -124,14 +124,9 @@ def value_counts_without_each(reliability_data: npt.ArrayLike) -> list[tuple[np.
         return [value_counts(np.delete(data, p, axis=0)) for p in range(data.shape[0] if data.ndim == 2 else 0)]
     domain, codes = _value_codes(data, None)
     n_values = domain.size
-    counts = _counts_from_codes(codes, n_values)
-    items = np.arange(data.shape[1])
     out = []
     for position in range(data.shape[0]):
-        own = codes[position]
-        labelled = own < n_values
-        without = counts.copy()
-        without[items[labelled], own[labelled]] -= 1
+        without = _counts_from_codes(np.delete(codes, position, axis=0), n_values)
         keep = without.sum(axis=0) > 0
         if keep.all():
             out.append((domain, without))
