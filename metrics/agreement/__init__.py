@@ -108,6 +108,7 @@ from .krippendorff import (
     krippendorff_alpha,
     read_alpha_interval,
     value_counts,
+    value_counts_without_each,
 )
 from .labelers import OUTLIER_DISTANCE, TestRetestResult, bias_change, labeler_bias, outlier_labels, test_retest
 
@@ -174,4 +175,5 @@ __all__ = [
     "test_retest",
     "unique_values_distribution",
     "value_counts",
+    "value_counts_without_each",
 ]

@@ -75,10 +75,10 @@ def _value_codes(data: np.ndarray, value_domain: npt.ArrayLike | None) -> tuple[
 def _counts_from_codes(codes: np.ndarray, n_values: int) -> np.ndarray:
     """Items x values count matrix from labelers x items column indices."""
     n_items = codes.shape[1]
-    width = n_values + 1  # last column collects missing labels
-    flat = codes + (np.arange(n_items, dtype=np.intp) * width)[None, :]
-    counts = np.bincount(flat.ravel(), minlength=n_items * width)
-    return np.ascontiguousarray(counts.reshape(n_items, width)[:, :n_values])
+    # Missing labels (code ``n_values``) are left out before counting, so the counts come out items x
+    # values without a column of missing labels to cut off and copy (the same whole numbers).
+    flat = (codes + (np.arange(n_items, dtype=np.intp) * n_values)[None, :])[codes < n_values]
+    return np.bincount(flat, minlength=n_items * n_values).reshape(n_items, n_values)
 
 
 def _domain(data: np.ndarray, value_domain: npt.ArrayLike | None) -> tuple[np.ndarray, np.ndarray]:

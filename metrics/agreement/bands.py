@@ -269,6 +269,21 @@ def _near_share(near: np.ndarray, units: np.ndarray, n_all_units: int, clustered
     return BandShare(k, n, k / n, low, high, n)
 
 
+def _column_nanmedian(data: np.ndarray) -> np.ndarray:
+    """``np.nanmedian(data, axis=0)`` of columns with at least one value, bit for bit, by one sort.
+
+    NumPy takes the mean of the two middle values of the sorted valid ones as ``(low + high) / 2``
+    (``numpy.ma.median``, which ``nanmedian`` uses along a short axis), as here; NaN sorts last.
+    """
+    ordered = np.sort(data, axis=0)
+    n_valid = np.count_nonzero(~np.isnan(data), axis=0)
+    columns = np.arange(data.shape[1])
+    low = ordered[np.maximum((n_valid - 1) // 2, 0), columns]
+    high = ordered[n_valid // 2, columns] if data.shape[0] else low
+    with np.errstate(invalid="ignore", over="ignore"):  # -inf + inf is NaN, as in NumPy's
+        return np.asarray((low + high) / 2.0, dtype=np.float64)
+
+
 def agreement_by_band(
     reliability_data: npt.ArrayLike,
     *,
@@ -353,7 +368,7 @@ def agreement_by_band(
     with np.errstate(all="ignore"):
         consensus = np.full(n_items, np.nan)
         if several.any():
-            consensus[several] = round_half_up(np.nanmedian(data[:, several], axis=0))
+            consensus[several] = round_half_up(_column_nanmedian(data[:, several]))
         # ``initial``: a phase with no labeler at all is (0, 0) and has nothing to reduce.
         highest = np.max(np.where(present, data, -np.inf), axis=0, initial=-np.inf)
         lowest = np.min(np.where(present, data, np.inf), axis=0, initial=np.inf)
@@ -362,6 +377,8 @@ def agreement_by_band(
         # The mean of the other labelers' values on each image, for each labeler (NaN without another).
         others_mean = (total[None, :] - np.where(present, data, 0.0)) / (n_valid[None, :] - present)
     near = several & (spread <= 1)
+    # Each labeler's values that have another labeler's on their image (the bias's items, before the band).
+    compared = present & several[None, :]
 
     results = []
     for low, high in edges:
@@ -382,7 +399,7 @@ def agreement_by_band(
             )[level_of_measurement]
         bias = []
         for position, name in enumerate(names):
-            usable = in_band & present[position] & (n_valid >= 2)
+            usable = in_band & compared[position]
             diff = data[position, usable] - others_mean[position, usable]
             lo, hi, g = _cluster_t_interval(diff, units[usable], n_all_units, confidence)
             bias.append(LabelerBandBias(name, int(diff.size), g, float(diff.mean()) if diff.size else math.nan, lo, hi))

@@ -237,6 +237,11 @@ def cluster_bootstrap_proportion(
     return (float(low), float(high))
 
 
+#: Up to this many pairs of labelers, :func:`pairwise_agreement_counts` compares the labelers pair by pair
+#: (4 labelers: 6 passes over the items); above, through the items x values count matrix.
+_PAIRS_BY_LABELER_MAX = 15
+
+
 def pairwise_agreement_counts(reliability_data: npt.ArrayLike, tolerance: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """Per item: pairs of labels whose values differ by at most ``tolerance``, and all pairs.
 
@@ -253,6 +258,17 @@ def pairwise_agreement_counts(reliability_data: npt.ArrayLike, tolerance: float 
     n_items = data.shape[1] if data.ndim == 2 else 0
     if data.size == 0:
         return np.zeros(n_items), np.zeros(n_items)
+    n_labelers = data.shape[0]
+    if tolerance >= 0 and n_labelers * (n_labelers - 1) // 2 <= _PAIRS_BY_LABELER_MAX:
+        # Few labelers: count each pair of labelers' agreeing items directly (both counts are whole
+        # numbers, so they equal the count matrix's below exactly).
+        present = ~np.isnan(data)
+        m = present.sum(axis=0).astype(np.float64)
+        agreeing_pairs = np.zeros(n_items, dtype=np.int64)
+        for a in range(n_labelers - 1):
+            for b in range(a + 1, n_labelers):
+                agreeing_pairs += np.abs(data[a] - data[b]) <= tolerance  # NaN compares False
+        return agreeing_pairs.astype(np.float64), m * (m - 1) / 2
     values, counts = _domain(data, None)
     counts = counts.astype(np.float64)
     m = counts.sum(axis=1)

@@ -303,6 +303,15 @@ def selection_values(first_tone: npt.ArrayLike, second_tone: npt.ArrayLike | Non
     return np.where(valid, (low + high) / 2, np.nan)
 
 
+def _row_extreme(matrix: np.ndarray, pick: np.ufunc, initial: float) -> np.ndarray:
+    """Each row's maximum (``np.maximum``) or minimum (``np.minimum``) from ``initial``, column by column
+    (``matrix.max(axis=1, initial=initial)`` reduces a short row several times slower); no NaN."""
+    out = np.full(matrix.shape[0], initial)
+    for column in range(matrix.shape[1]):
+        pick(out, matrix[:, column], out=out)
+    return out
+
+
 def consensus_table(
     first_tone: npt.ArrayLike,
     second_tone: npt.ArrayLike | None = None,
@@ -374,7 +383,12 @@ def consensus_table(
         median = np.where(has_any, (ordered[rows, lower_mid] + ordered[rows, upper_mid]) / 2, np.nan)
         minimum = np.where(has_any, ordered[:, 0], np.nan)
         maximum = np.where(has_any, ordered[rows, np.maximum(n_valid - 1, 0)], np.nan)
-        equal_counts = (ordered[:, :, None] == ordered[:, None, :]).sum(axis=2)
+        # How many of the image's values equal each one (NaN equals nothing): column by column, the same
+        # whole numbers as ``(ordered[:, :, None] == ordered[:, None, :]).sum(axis=2)`` without the cube.
+        equal_counts = np.zeros(ordered.shape, dtype=np.int64)
+        for column in range(ordered.shape[1]):
+            for other in range(ordered.shape[1]):
+                equal_counts[:, column] += ordered[:, column] == ordered[:, other]
         best = np.argmax(equal_counts, axis=1)  # first maximum = lowest value
         mode = np.where(has_any, ordered[rows, best], np.nan)
         mode_count = equal_counts[rows, best]
@@ -384,16 +398,16 @@ def consensus_table(
     spread = maximum - minimum
 
     big = np.inf
-    valid_low = np.where(valid, low, big)
-    valid_high = np.where(valid, high, big)
-    complete = (
-        several
-        & (np.where(valid, low, -big).max(axis=1, initial=-big) == valid_low.min(axis=1, initial=big))
-        & (np.where(valid, high, -big).max(axis=1, initial=-big) == valid_high.min(axis=1, initial=big))
-    )
+    # The valid selections' largest and smallest ends per image (each computed once; the values are only
+    # compared, so the order a row is reduced in cannot change a flag).
+    highest_low = _row_extreme(np.where(valid, low, -big), np.maximum, -big)
+    lowest_low = _row_extreme(np.where(valid, low, big), np.minimum, big)
+    highest_high = _row_extreme(np.where(valid, high, -big), np.maximum, -big)
+    lowest_high = _row_extreme(np.where(valid, high, big), np.minimum, big)
+    complete = several & (highest_low == lowest_low) & (highest_high == lowest_high)
     # Selections are intervals of consecutive tones: they share a tone iff the
     # largest lower end is at most the smallest upper end.
-    overlap = several & (np.where(valid, low, -big).max(axis=1, initial=-big) <= valid_high.min(axis=1, initial=big))
+    overlap = several & (highest_low <= lowest_high)
     with np.errstate(invalid="ignore"):
         near = several & (spread <= 1)
         is_wide = has_any & (spread >= wide_range)

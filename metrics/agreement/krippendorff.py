@@ -29,6 +29,7 @@ __all__ = [
     "read_alpha_interval",
     "krippendorff_alpha",
     "value_counts",
+    "value_counts_without_each",
 ]
 
 #: Krippendorff's (2004) [Krippendorff2004] thresholds: alpha >= .800 reliable, >= .667 tentative.
@@ -103,6 +104,35 @@ def value_counts(
     """
     data = _as_reliability_data(reliability_data)
     return _domain(data, value_domain)
+
+
+def value_counts_without_each(reliability_data: npt.ArrayLike) -> list[tuple[np.ndarray, np.ndarray]]:
+    """:func:`value_counts` of the data without each labeler in turn, from one count of everyone's values.
+
+    Entry ``p`` equals ``value_counts(np.delete(reliability_data, p, axis=0))`` exactly (the same
+    observed values as domain, the same int64 counts): everyone's labels are coded once, each labeler's
+    row of codes left out in turn, and values nobody else gave leave the domain (alpha without each
+    labeler, ``services.consensus.labelers``).
+
+    Examples
+    --------
+    >>> [(v.tolist(), c.tolist()) for v, c in value_counts_without_each([[1, 2, 5], [1, 3, np.nan]])]
+    [([1.0, 3.0], [[1, 0], [0, 1], [0, 0]]), ([1.0, 2.0, 5.0], [[1, 0, 0], [0, 1, 0], [0, 0, 1]])]
+    """
+    data = _as_reliability_data(reliability_data)
+    if data.size == 0:
+        return [value_counts(np.delete(data, p, axis=0)) for p in range(data.shape[0] if data.ndim == 2 else 0)]
+    domain, codes = _value_codes(data, None)
+    n_values = domain.size
+    out = []
+    for position in range(data.shape[0]):
+        without = _counts_from_codes(np.delete(codes, position, axis=0), n_values)
+        keep = without.sum(axis=0) > 0
+        if keep.all():
+            out.append((domain, without))
+        else:
+            out.append((domain[keep], np.ascontiguousarray(without[:, keep])))
+    return out
 
 
 def _distance_matrix(values: np.ndarray, n_v: np.ndarray, level: str) -> np.ndarray:

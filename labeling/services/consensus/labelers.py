@@ -44,6 +44,8 @@ class _Panel:
     bias: pd.DataFrame
     loo: pd.DataFrame
     clusters: np.ndarray | None = None  # the subject of each image when people repeat (issue 22)
+    # Per labeler: the value domain and items x values counts of the other labelers (alpha without them).
+    counts_without: list[tuple[np.ndarray, np.ndarray]] | None = None
 
 
 def labelers_statistics(
@@ -74,6 +76,7 @@ def labelers_statistics(
         bias=agreement.labeler_bias(reliability, labelers=labeler_ids, clusters=clusters),
         loo=agreement.alpha_leave_one_out(reliability, labelers=labeler_ids),
         clusters=clusters,
+        counts_without=agreement.value_counts_without_each(reliability) if reliability.shape[1] else None,
     )
     return [
         {**_workload(data, labeler_id), **_own_values(panel, position), **_against_others(panel, position, labeler_id)}
@@ -171,12 +174,16 @@ def _alpha_without(panel: _Panel, position: int, labeler_id: int, n_images: int,
         n_units = int(np.unique(panel.clusters[(~np.isnan(others)).sum(axis=0) >= 2]).size)
         unit = "subjects with 2+ labels from the other labelers"
     if reason is None and n_units >= numbers.COEFFICIENT_MIN_UNITS:
+        # The other labelers' counts, taken from the panel's (the same numbers as from ``others``).
+        domain, counts = panel.counts_without[position] if panel.counts_without is not None else (None, None)
         boot = agreement.alpha_intervals(
-            others,
+            others if counts is None else None,
             ("ordinal",),
             n_resamples=N_RESAMPLES,
             confidence=CONFIDENCE,
             seed=0,
+            value_domain=domain,
+            counts=counts,
             clusters=panel.clusters,
             n_units=n_units if panel.clusters is not None else None,
             min_units=numbers.DELTA_MIN_UNITS,

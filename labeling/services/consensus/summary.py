@@ -384,18 +384,45 @@ def _add_share_intervals(result: dict, values: np.ndarray, categories: np.ndarra
     """
     present = ~np.isnan(values)
     per_image = present.sum(axis=1).astype(np.float64)
+    # Each image's labels per value, counted once (``(values == value).sum(axis=1)`` per value gave the
+    # same int64 columns, one pass over the matrix per value).
+    per_value = _per_image_value_counts(values, categories)
     result["shares"] = [
-        clustered_share((values == value).sum(axis=1), per_image, unit="images with a valid label", of_labels=True)
-        for value in categories
+        clustered_share(per_value[:, column], per_image, unit="images with a valid label", of_labels=True)
+        for column in range(categories.size)
     ]
+    index = {float(value): column for column, value in enumerate(categories.tolist())}
+
+    def count(value: float) -> np.ndarray:
+        column = index.get(float(value))
+        return (values == value).sum(axis=1) if column is None else per_value[:, column]
+
     tone_shares = []
     for tone in range(1, n_tones + 1):
-        whole = (values == tone).sum(axis=1)
-        halves = ((values == tone - 0.5) | (values == tone + 0.5)).sum(axis=1)
+        whole = count(tone)
+        # An image's label is one value, so the two half-steps' counts add without double counting.
+        halves = count(tone - 0.5) + count(tone + 0.5)
         tone_shares.append(
             clustered_share(whole + halves / 2, per_image, unit="images with a valid label", of_labels=True)
         )
     result["tone_share_intervals"] = tone_shares
+
+
+def _per_image_value_counts(values: np.ndarray, categories: np.ndarray) -> np.ndarray:
+    """Images x categories int64 counts: ``[i, c]`` = labels of image ``i`` equal to ``categories[c]``
+    (NaN and values outside ``categories`` counted nowhere)."""
+    n_images = values.shape[0]
+    n_categories = categories.size
+    if n_categories == 0 or values.size == 0:
+        return np.zeros((n_images, n_categories), dtype=np.int64)
+    sorter = np.argsort(categories, kind="stable")
+    ordered = categories[sorter]
+    flat = values.ravel()
+    position = np.minimum(np.searchsorted(ordered, flat), n_categories - 1)
+    hit = ordered[position] == flat  # NaN compares False
+    image = np.repeat(np.arange(n_images), values.shape[1])
+    cells = image[hit] * n_categories + sorter[position[hit]]
+    return np.bincount(cells, minlength=n_images * n_categories).reshape(n_images, n_categories).astype(np.int64)
 
 
 def _add_tone_shares(result: dict, n_tones: int) -> None:
