@@ -14,6 +14,8 @@ zips, written at most every few seconds), so that the jobs sweeper fails a dead 
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import logging
 import os
 import secrets
@@ -171,8 +173,12 @@ def release_write(
         with (
             TableWriter(out_dir, "images", schema) as image_writer,
             TableWriter(out_dir, "labels", LABELS_SCHEMA) as label_writer,
+            # Closed here, not when the garbage collector finds it: a build cancelled or failed mid-stream
+            # leaves the stream in the exception's reference cycle, and its server-side cursor (PostgreSQL)
+            # closed later, in another transaction, would abort that one ("cursor does not exist").
+            contextlib.closing(release_chunks(project, rule, context=context, details=True)) as chunks,
         ):
-            for chunk in release_chunks(project, rule, context=context, details=True):
+            for chunk in chunks:
                 table, reasons = image_table(chunk, context, schema, attributes, tone_names)
                 image_writer.write(table)
                 label_writer.write(label_table(chunk, context, pseudonyms, tone_names, project_order))
@@ -434,10 +440,17 @@ def release_build(release: Release, *, final_attempt: bool = True) -> Release:
             raise Cancelled()
 
     try:
-        return _build(release, final_attempt, beat, inactive, tmp, tmp_zip, top, progress)
+        built = _build(release, final_attempt, beat, inactive, tmp, tmp_zip, top, progress)
     finally:
         if not storage_local():  # the worker's temporary working folder (its files are in the bucket or gone)
             remove_quietly(directory)
+    if built.status != Release.Status.PUBLISHED:
+        # A build stopped mid-stream (cancelled, failed) can leave a stream in a reference cycle: collected
+        # now, its server-side cursor (PostgreSQL) is closed in the transaction that opened it, not later in
+        # another one, which the failed close would abort ("cursor does not exist"; seen in CI once builds
+        # under SMALL_BUILD_LABELS stopped collecting between their stages).
+        gc.collect()
+    return built
 
 
 def _build(release, final_attempt, beat, inactive, tmp, tmp_zip, top, progress) -> Release:  # noqa: ANN001

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from typing import Any
@@ -49,21 +50,22 @@ def release_readiness(project: Project, rule: dict[str, Any] | None = None) -> d
     examples: dict[str, list[dict]] = {name: [] for name in CATEGORIES}
     n_images = n_excluded = n_with_labels = 0
     excluded_names = [name for name in CATEGORIES if not rule["include"][name]]
-    for chunk in release_chunks(project, rule, context=context):
-        n_images += len(chunk.images)
-        n_with_labels += int(((chunk.final["n_labels"] + chunk.final["n_skipped"]) > 0).sum())
-        excluded = np.zeros(len(chunk.images), dtype=bool)
-        for name in CATEGORIES:
-            flags = chunk.categories[name]
-            counts[name] += int(flags.sum())
-            room = MAX_EXAMPLES - len(examples[name])
-            if room > 0:
-                for i in np.flatnonzero(flags)[:room]:
-                    row = chunk.images[i]
-                    examples[name].append({"image_id": row[0], "external_id": row[1]})
-            if name in excluded_names:
-                excluded |= flags
-        n_excluded += int(excluded.sum())
+    with contextlib.closing(release_chunks(project, rule, context=context)) as chunks:  # see build.release_write
+        for chunk in chunks:
+            n_images += len(chunk.images)
+            n_with_labels += int(((chunk.final["n_labels"] + chunk.final["n_skipped"]) > 0).sum())
+            excluded = np.zeros(len(chunk.images), dtype=bool)
+            for name in CATEGORIES:
+                flags = chunk.categories[name]
+                counts[name] += int(flags.sum())
+                room = MAX_EXAMPLES - len(examples[name])
+                if room > 0:
+                    for i in np.flatnonzero(flags)[:room]:
+                        row = chunk.images[i]
+                        examples[name].append({"image_id": row[0], "external_id": row[1]})
+                if name in excluded_names:
+                    excluded |= flags
+            n_excluded += int(excluded.sum())
     return {
         "rule": rule,
         "n_images": n_images,
