@@ -482,7 +482,9 @@ def write_report(options: ReportOptions) -> dict[str, Any]:
     ]
     content = _json_ready(report)
     out = Path(options.out)
-    (out / "figures").mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
+    if figures:
+        (out / "figures").mkdir(exist_ok=True)
     for figure in figures:
         (out / "figures" / f"{figure['slug']}.png").write_bytes(figure["png"])
         (out / "figures" / f"{figure['slug']}.svg").write_text(figure["svg"], encoding="utf-8")

@@ -118,6 +118,7 @@ def test_no_figures_writes_the_same_report_without_them(tmp_path, capsys):
             assert report["inputs"].pop(name).endswith(f"/{folder}/{name}.csv")
     assert bare == drawn
     assert "No figures were drawn" in (tmp_path / "without" / "out" / "report.html").read_text()
+    assert not (tmp_path / "without" / "out" / "figures").exists()
 
 
 def test_rows_joined_by_id_not_position(tmp_path):
