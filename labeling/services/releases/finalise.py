@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 import operator
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -417,7 +417,7 @@ def release_chunks(
     details: bool = False,
     baselines: bool | None = None,
     chunk_images: int | None = None,
-) -> Iterator[Chunk]:
+) -> Generator[Chunk, None, None]:
     """The project's images in chunks (by id), each with its labels, what counts and the final tones.
 
     ``details``: also each label's current revision facts and (unless ``baselines`` is False) each image's
