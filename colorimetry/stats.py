@@ -234,6 +234,7 @@ def skin_tone_stats(
     white_percentile: float = 99.0,
     fitzpatrick_mapping: FitzpatrickMapping = FITZPATRICK_ITA_KINYANJUI_2020,
     _opaque: np.ndarray | None = None,
+    _mask_out: list[np.ndarray] | None = None,
 ) -> dict[str, Any]:
     """Colorimetric skin-tone statistics of one image.
 
@@ -274,6 +275,10 @@ def skin_tone_stats(
         Internal (used by :func:`measure_image` for images with alpha, and
         for silhouette masks): pixels the automatic detectors may consider;
         ignored with a mask.
+    _mask_out : list, optional
+        Internal (the app's overlay, which shows the pixels measured instead
+        of choosing them again): the ``H x W`` boolean skin selection is
+        appended to it.
 
     Returns
     -------
@@ -307,6 +312,8 @@ def skin_tone_stats(
             raise MaskSizeError(f"mask shape {mask.shape} differs from image shape {rgb.shape[:2]}")
         mask = mask.astype(bool, copy=False)
     selection = select_skin(rgb, mask, skin_detector=skin_detector, opaque=_opaque)
+    if _mask_out is not None:
+        _mask_out.append(selection.mask)
     parameters = {
         "skin_detector": _detector_name(selection, skin_detector),
         "skin_detector_choice": skin_detector,

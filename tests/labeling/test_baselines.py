@@ -21,6 +21,7 @@ from labeling import colorimetry
 from labeling.models import ImageBaseline, Job, Phase
 from labeling.services import baselines as svc
 from labeling.services.baselines import measure as baseline_measure
+from labeling.services.baselines.parameters import stats_options
 from labeling.services.images import image_create_from_bytes
 from tests.factories import MembershipFactory, UserFactory, make_image, png_bytes
 from tests.labeling.helpers import open_calibration_1, submit
@@ -133,7 +134,7 @@ def portrait_png(tone: int) -> tuple[bytes, float]:
     return buffer.getvalue(), evaluation.truth_ita(rgb, portrait.truth)
 
 
-def test_new_image_gets_its_baseline_after_import_measured_on_the_face(project):
+def test_new_image_gets_its_baseline_after_import_measured_on_the_face(project, tmp_path):
     data, truth = portrait_png(9)
     image = committed(image_create_from_bytes, project=project, filename="mst9.png", data=data)
     row = current(image)
@@ -155,6 +156,15 @@ def test_new_image_gets_its_baseline_after_import_measured_on_the_face(project):
     skin_y, skin_x = np.nonzero(indices != 1)
     assert 200 < skin_x.size < 20_000
     assert 170 <= skin_x.min() and skin_x.max() <= 285 and 60 <= skin_y.min() and skin_y.max() <= 185
+    # It shows the pixels the statistics measured (not a second detection): the measurement's own selection.
+    measured: list[np.ndarray] = []
+    (tmp_path / "mst9.png").write_bytes(data)
+    parameters = svc.baseline_parameters_effective(project)
+    stats = colorimetry.measure_image(
+        tmp_path / "mst9.png", max_pixels=parameters["max_pixels"], _mask_out=measured, **stats_options(parameters)
+    )
+    assert stats["n_skin_pixels"] == row.stats["n_skin_pixels"] and measured[0].shape == (512, 512)
+    assert np.array_equal(indices != 1, measured[0])
     client = Client()
     client.force_login(project.created_by)
     page = client.get(f"/projects/{project.pk}/baselines/images/{image.pk}/").content.decode()

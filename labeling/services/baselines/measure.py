@@ -27,7 +27,6 @@ from ...colorimetry import (
     MaskSizeError,
     decode_image,
     measure_image,
-    select_skin,
     skin_tone_stats,
 )
 from ...models import Image
@@ -87,38 +86,38 @@ def _open_rgb(image: Image, *, max_pixels: int) -> np.ndarray:
     return np.asarray(rgb)
 
 
-def _overlay_png(image: Image, mask_kind: str, skin_detector: str) -> bytes:
+def _overlay_size(image: Image) -> tuple[int, int]:
+    """The overlay's size: the oriented image scaled to at most ``OVERLAY_MAX_SIDE`` on its longer side (it is
+    laid over the display image, scaled to it, so only its shape matters)."""
+    scale = min(1.0, OVERLAY_MAX_SIDE / max(image.width, image.height))
+    return max(1, round(image.width * scale)), max(1, round(image.height * scale))
+
+
+def _resize_mask(mask: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """A boolean mask resized to ``size`` (width, height): box-averaged, skin where at least half is skin."""
+    if (mask.shape[1], mask.shape[0]) == size:
+        return mask
+    grey = PILImage.fromarray(mask.astype(np.uint8) * 255, "L").resize(size, PILImage.Resampling.BOX)
+    return np.asarray(grey) >= 128
+
+
+def _overlay_png(image: Image, measured: np.ndarray) -> bytes:
     """A palette PNG to lay over the display image: non-skin dimmed, skin outlined.
 
-    Skin pixels are chosen again at overlay size with the same detector (the face
-    detector works on a reduced copy of fixed size and samples fractions of the
-    face box, so this is the analysed region up to resampling). For a box, inside
-    the box only: everything outside it is dimmed.
+    The skin is the pixels the statistics measured (``measured``: the analysed image's, or its box's, skin
+    selection: the given mask, the detector's face regions or the rule-based pixels), resized to the overlay;
+    nothing is chosen again. For a box, inside the box only: everything outside it is dimmed.
     """
-    rgb = _open_rgb(image, max_pixels=OVERLAY_MAX_SIDE * OVERLAY_MAX_SIDE)
-    height, width = rgb.shape[:2]
-    if max(width, height) > OVERLAY_MAX_SIDE:
-        scale = OVERLAY_MAX_SIDE / max(width, height)
-        size = (max(1, round(width * scale)), max(1, round(height * scale)))
-        rgb = np.asarray(PILImage.fromarray(rgb).resize(size, PILImage.Resampling.BOX))
-        height, width = rgb.shape[:2]
+    width, height = _overlay_size(image)
     full = (image.width, image.height)
     box = image.box
-    part = rgb if box is None else region_crop(rgb, box, full)
-    if mask_kind == "skin":
-        skin_part = _load_mask(image, (width, height))
-        if box is not None:
-            skin_part = region_crop(skin_part, box, full)
-    else:
-        silhouette = _load_mask(image, (width, height)) if mask_kind == "silhouette" else None
-        if silhouette is not None and box is not None:
-            silhouette = region_crop(silhouette, box, full)
-        skin_part = select_skin(np.ascontiguousarray(part), skin_detector=skin_detector, opaque=silhouette).mask
     skin = np.zeros((height, width), dtype=bool)
     if box is None:
-        skin = skin_part
+        skin = _resize_mask(measured, (width, height))
     else:
-        region_crop(skin, box, full)[:] = skin_part
+        target = region_crop(skin, box, full)
+        if target.size:
+            target[:] = _resize_mask(measured, (target.shape[1], target.shape[0]))
     # Outline: skin pixels with a non-skin 4-neighbour (the frame edge is not an outline).
     padded = np.pad(skin, 1, mode="edge")
     interior = padded[:-2, 1:-1] & padded[2:, 1:-1] & padded[1:-1, :-2] & padded[1:-1, 2:]
@@ -132,7 +131,8 @@ def _overlay_png(image: Image, mask_kind: str, skin_detector: str) -> bytes:
     return buffer.getvalue()
 
 
-def _measure(image: Image, parameters: dict[str, Any], mask_kind: str) -> dict[str, Any]:
+def _measure(image: Image, parameters: dict[str, Any], mask_kind: str, mask_out: list[np.ndarray]) -> dict[str, Any]:
+    """The statistics of ``image``; the skin selection they measured is appended to ``mask_out``."""
     options = stats_options(parameters)
     max_pixels = parameters["max_pixels"]
     box = image.box
@@ -142,7 +142,7 @@ def _measure(image: Image, parameters: dict[str, Any], mask_kind: str) -> dict[s
         if box is not None:
             full = (image.width, image.height)
             rgb, silhouette = np.ascontiguousarray(region_crop(rgb, box, full)), region_crop(silhouette, box, full)
-        stats = skin_tone_stats(rgb, _opaque=silhouette, **options)
+        stats = skin_tone_stats(rgb, _opaque=silhouette, _mask_out=mask_out, **options)
         stats["parameters"]["skin_detector"] += " within silhouette mask"
         stats.update(width=image.width, height=image.height, analysed_width=rgb.shape[1], analysed_height=rgb.shape[0])
         if box is not None:
@@ -155,7 +155,7 @@ def _measure(image: Image, parameters: dict[str, Any], mask_kind: str) -> dict[s
             files.enter_context(local_copy(image.mask.name, image.mask.storage)) if mask_kind == "skin" else None
         )
         return _measure_paths(
-            image, str(original), None if mask_path is None else str(mask_path), max_pixels, options, box
+            image, str(original), None if mask_path is None else str(mask_path), max_pixels, options, box, mask_out
         )
 
 
@@ -166,13 +166,14 @@ def _measure_paths(
     max_pixels: int,
     options: dict[str, Any],
     box: tuple[int, int, int, int] | None,
+    mask_out: list[np.ndarray],
 ) -> dict[str, Any]:
     try:
         if mask_path is not None:
-            return _measure_masked(original, mask_path, max_pixels, options, box)
+            return _measure_masked(original, mask_path, max_pixels, options, box, mask_out)
         if box is not None:
-            return measure_image(original, mask_path, max_pixels=max_pixels, region=box, **options)
-        return measure_image(original, mask_path, max_pixels=max_pixels, **options)
+            return measure_image(original, mask_path, max_pixels=max_pixels, region=box, _mask_out=mask_out, **options)
+        return measure_image(original, mask_path, max_pixels=max_pixels, _mask_out=mask_out, **options)
     except (ImageDecodeError, MaskSizeError) as exc:
         # Say "image"/"mask" rather than disclose server paths to the lead.
         message = str(exc).replace(repr(os.fspath(original)), repr(image.original_filename))
@@ -192,7 +193,8 @@ def _measure_masked(
     mask_path: str,
     max_pixels: int,
     options: dict[str, Any],
-    box: tuple[int, int, int, int] | None = None,
+    box: tuple[int, int, int, int] | None,
+    mask_out: list[np.ndarray],
 ) -> dict[str, Any]:
     """A skin-masked image's statistics (the mask's pixels), and what the automatic detector would have read.
 
@@ -203,7 +205,7 @@ def _measure_masked(
         decoded = decode_image(original, mask_path, max_pixels=max_pixels)
     else:
         decoded = decode_image(original, mask_path, max_pixels=max_pixels, region=box)
-    stats = skin_tone_stats(decoded.rgb, decoded.mask, _opaque=decoded.opaque, **options)
+    stats = skin_tone_stats(decoded.rgb, decoded.mask, _opaque=decoded.opaque, _mask_out=mask_out, **options)
     automatic = skin_tone_stats(decoded.rgb, None, _opaque=decoded.opaque, **options)
     stats.update(
         width=decoded.width,
@@ -254,8 +256,9 @@ def image_measure(
         ``(stats, overlay, "")`` on success, ``(None, b"", reason)`` on failure.
     """
     try:
-        stats = _measure(image, parameters, mask_kind)
-        overlay = _overlay_png(image, mask_kind, stats_options(parameters)["skin_detector"])
+        measured: list[np.ndarray] = []
+        stats = _measure(image, parameters, mask_kind, measured)
+        overlay = _overlay_png(image, measured[0])
     except (
         ImageDecodeError,
         MaskSizeError,

@@ -30,7 +30,9 @@ from .storage import baseline_compute, failed_defaults
 #: Images per batch task. Measured with baseline_compute on this project's shared
 #: 2-CPU machine (load average about 6): 0.10 s per image for the demo's 480 x 640
 #: JPEGs (measurement 45 ms, overlay 26-47 ms, the rest storage and two small
-#: transactions) and 0.22 s for a 12 MP (4000 x 3000) JPEG. A batch of 50 is then
+#: transactions) and 0.22 s for a 12 MP (4000 x 3000) JPEG. Since session 35 the overlay
+#: draws the measured selection instead of detecting again: 1.04-1.13x the measurement
+#: alone, against 1.6-2.1x before (bench/bench_baseline_image.py), so these are upper bounds. A batch of 50 is then
 #: about 11 s of 12 MP work: far below the 540 s soft time limit even on a slow
 #: disk, little to repeat when a batch is retried, and a 10 000-image run is 200
 #: tasks rather than 10 000.
