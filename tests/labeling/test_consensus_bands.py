@@ -1,6 +1,7 @@
 """Agreement per tone band on the consensus dashboard and in its API (issue 22), and the intervals that
 resample people when photos repeat a person: alpha without a labeler, test-retest kappas."""
 
+import copy
 import json
 
 import numpy as np
@@ -15,28 +16,53 @@ from tests.labeling.test_consensus import _api, _client, study  # noqa: F401  (f
 N_IMAGES = 160
 
 
-@pytest.fixture(params=[None, 2], ids=["one-photo-each", "two-photos-each"])
-def banded(request, project, labelers):
+@pytest.fixture(scope="module", params=[None, 2], ids=["one-photo-each", "two-photos-each"])
+def _banded_world(request, django_db_setup, django_db_blocker):
     """160 main-phase images x 4 labelers, 16 of each MST tone; L3 labels one tone deeper on MST 8 and 9
-    (the others label the tone or one off). With ``2``: two photos of each person (the same tone)."""
+    (the others label the tone or one off). With ``2``: two photos of each person (the same tone).
+
+    Built once per module and design, inside a transaction rolled back after the module's last test; each test
+    runs in a savepoint inside it (the ``db`` fixture), so it sees the world as built whatever an earlier test
+    wrote (the pattern of ``test_authorization_matrix`` and ``test_archived_read_only``)."""
+    from django.contrib.auth.models import Permission
+    from django.db import transaction
+
+    from tests.factories import MembershipFactory, ProjectFactory, UserFactory
+
     per_person = request.param
-    rng = np.random.default_rng(5)
-    images = add_images(project, N_IMAGES, subjects=N_IMAGES // per_person if per_person else None)
-    main = phase_get(project, Phase.Kind.MAIN)
-    rows = []
-    for k, image in enumerate(images):
-        truth = (k // (per_person or 1)) % 10 + 1 if per_person else k % 10 + 1
-        for position, labeler in enumerate(labelers):
-            tone = truth + int(rng.choice([-1, 0, 0, 0, 0, 1]))
-            if position == 2 and truth >= 8:
-                tone = truth + 1
-            tone = int(np.clip(tone, 1, 10))
-            rows.append(Label(phase=main, image=image, labeler=labeler, tone_low=tone, value=float(tone)))
-    Label.objects.bulk_create(rows)
-    return {"main": main, "per_person": per_person}
+    with django_db_blocker.unblock(), transaction.atomic():
+        lead = UserFactory(username="lead")
+        lead.user_permissions.add(Permission.objects.get(codename="add_project", content_type__app_label="labeling"))
+        project = ProjectFactory(created_by=lead)
+        labelers = [
+            MembershipFactory(project=project, user=UserFactory(username=f"labeler{i}"), pseudonym=f"L{i}")
+            for i in range(1, 5)
+        ]
+        rng = np.random.default_rng(5)
+        images = add_images(project, N_IMAGES, subjects=N_IMAGES // per_person if per_person else None)
+        main = phase_get(project, Phase.Kind.MAIN)
+        rows = []
+        for k, image in enumerate(images):
+            truth = (k // (per_person or 1)) % 10 + 1 if per_person else k % 10 + 1
+            for position, labeler in enumerate(labelers):
+                tone = truth + int(rng.choice([-1, 0, 0, 0, 0, 1]))
+                if position == 2 and truth >= 8:
+                    tone = truth + 1
+                tone = int(np.clip(tone, 1, 10))
+                rows.append(Label(phase=main, image=image, labeler=labeler, tone_low=tone, value=float(tone)))
+        Label.objects.bulk_create(rows)
+        yield {"main": main, "per_person": per_person, "project": project, "lead": lead}
+        transaction.set_rollback(True)
 
 
-def test_the_api_gives_agreement_per_tone_band(client, lead, project, banded):
+@pytest.fixture
+def banded(_banded_world, db):
+    """The module's world for one test: its rows as built, its objects copied."""
+    return copy.deepcopy(_banded_world)
+
+
+def test_the_api_gives_agreement_per_tone_band(client, banded):
+    lead, project = banded["lead"], banded["project"]
     body = _api(client, lead, project, banded["main"])
     bands = body["selected"]["tone_bands"]
     assert [b["name"] for b in bands["bands"]] == ["1-2", "3-4", "5-6", "7-8", "9-10"]
@@ -84,7 +110,8 @@ def band_subjects(project, band):
             yield subject_of[image_id]
 
 
-def test_the_dashboard_page_shows_agreement_per_tone_band(client, lead, project, banded):
+def test_the_dashboard_page_shows_agreement_per_tone_band(client, banded):
+    lead, project = banded["lead"], banded["project"]
     page = _client(client, lead).get(f"/projects/{project.pk}/consensus/?phase={banded['main'].pk}")
     assert page.status_code == 200
     html = page.content.decode()
@@ -95,7 +122,8 @@ def test_the_dashboard_page_shows_agreement_per_tone_band(client, lead, project,
     assert '<strong title="deeper: the 95% interval excludes 0">' in html
 
 
-def test_alpha_without_a_labeler_resamples_people_when_photos_repeat_them(client, lead, project, banded):
+def test_alpha_without_a_labeler_resamples_people_when_photos_repeat_them(client, banded):
+    lead, project = banded["lead"], banded["project"]
     body = _api(client, lead, project, banded["main"])
     for row in body["selected"]["per_labeler"]:
         without = row["alpha_without"]
@@ -107,11 +135,12 @@ def test_alpha_without_a_labeler_resamples_people_when_photos_repeat_them(client
         assert without["value"] is not None and without["low"] <= without["value"] <= without["high"]
 
 
-def test_each_labelers_overall_bias_has_its_interval_by_the_bands_rule(client, lead, project, banded):
+def test_each_labelers_overall_bias_has_its_interval_by_the_bands_rule(client, banded):
     """The labelers table and the at-a-glance line show one bias: against the others' mean, with a t
     interval clustered by person when photos repeat (metrics.agreement.labeler_bias, equal to one band
     over the whole scale), read from the interval. L3 labels MST 8-9 one tone deeper: its overall bias
     is positive and its interval excludes 0."""
+    lead, project = banded["lead"], banded["project"]
     body = _api(client, lead, project, banded["main"])
     rows = {row["labeler"]: row["bias"] for row in body["selected"]["per_labeler"]}
     l3 = rows["L3"]["mean_diff"]
@@ -188,9 +217,11 @@ def test_test_retest_kappas_resample_people_when_repeated_images_share_them(proj
     assert pooled["mean_shift"]["value"] == before["pooled"]["mean_shift"]["value"]
 
 
-def test_the_data_card_has_agreement_per_tone_band(project, banded):
+def test_the_data_card_has_agreement_per_tone_band(banded):
     from labeling.services.releases.card import card_render
     from tests.labeling.test_release_card import make_facts, proportions, section
+
+    project = banded["project"]
 
     facts = make_facts(project)
     by_band = facts["agreement_by_band"]
