@@ -7,7 +7,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from labeling import plots
-from tests.labeling.test_release_card import make_facts, study  # noqa: F401  (fixture)
+from tests.labeling.test_release_card import _study_world, make_facts, study  # noqa: F401  (fixtures)
 
 
 @pytest.fixture

@@ -31,11 +31,12 @@ def _banded_world(request, django_db_setup, django_db_blocker):
 
     per_person = request.param
     with django_db_blocker.unblock(), transaction.atomic():
-        lead = UserFactory(username="lead")
+        # Names of their own: a test of this module outside the world (the ``lead`` fixture) may run beside it.
+        lead = UserFactory(username="bands-lead")
         lead.user_permissions.add(Permission.objects.get(codename="add_project", content_type__app_label="labeling"))
         project = ProjectFactory(created_by=lead)
         labelers = [
-            MembershipFactory(project=project, user=UserFactory(username=f"labeler{i}"), pseudonym=f"L{i}")
+            MembershipFactory(project=project, user=UserFactory(username=f"bands-labeler{i}"), pseudonym=f"L{i}")
             for i in range(1, 5)
         ]
         rng = np.random.default_rng(5)

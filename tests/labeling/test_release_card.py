@@ -1,5 +1,6 @@
 """The data card of a release: facts from the database and the services, rendered as Markdown, HTML, JSON, plots."""
 
+import copy
 import json
 import re
 
@@ -57,8 +58,36 @@ DIFF = {
 }
 
 
+@pytest.fixture(scope="module")
+def _study_world(django_db_setup, django_db_blocker):
+    """:func:`study_build` once per module, inside a transaction rolled back after the module's last test; each
+    test runs in a savepoint inside it (the ``db`` fixture), so it sees the study as built whatever an earlier
+    test wrote (the pattern of ``test_authorization_matrix``). Its users have names of their own: a test of the
+    module outside the study (the ``lead`` and ``labelers`` fixtures) may run beside it."""
+    from django.contrib.auth.models import Permission
+    from django.db import transaction
+
+    from tests.factories import MembershipFactory, ProjectFactory, UserFactory
+
+    with django_db_blocker.unblock(), transaction.atomic():
+        lead = UserFactory(username="card-lead")
+        lead.user_permissions.add(Permission.objects.get(codename="add_project", content_type__app_label="labeling"))
+        project = ProjectFactory(created_by=lead)
+        labelers = [
+            MembershipFactory(project=project, user=UserFactory(username=f"card-labeler{i}"), pseudonym=f"L{i}")
+            for i in range(1, 5)
+        ]
+        yield study_build(project, labelers)
+        transaction.set_rollback(True)
+
+
 @pytest.fixture
-def study(project, labelers):
+def study(_study_world, db):
+    """The module's study for one test: its rows as built, its objects copied."""
+    return copy.deepcopy(_study_world)
+
+
+def study_build(project, labelers):
     """Calibration 1: 8 images x 4 labelers (enough data); calibration 2: 2 images (too little data)."""
     # One photo per subject: with repeated subjects alpha's interval resamples subjects (4 here: too wide).
     images = add_images(project, 12, subjects=12)
@@ -93,7 +122,7 @@ def study(project, labelers):
                 "flags": ["b_near_zero"] if i == 0 else [],
             },
         )
-    return {"project": project, "cal1": cal1, "cal2": cal2, "images": images}
+    return {"project": project, "cal1": cal1, "cal2": cal2, "images": images, "labelers": labelers}
 
 
 def make_facts(project, *, card=CARD, previous_diff=DIFF):
@@ -432,10 +461,10 @@ def test_alpha_on_the_card_follows_the_coefficient_rule(study):
     assert service["interval"]["too_wide"]  # so the hidden branch above ran
 
 
-def test_labelers_gender_is_the_labelers_own_and_the_team_summary_counts_only_shared_profiles(study, labelers):
+def test_labelers_gender_is_the_labelers_own_and_the_team_summary_counts_only_shared_profiles(study):
     """A subject attribute named 'gender' does not describe the labelers table's gender (the labeler's own);
     the card's team line counts profiles only of labelers who agreed to share them."""
-    project = study["project"]
+    project, labelers = study["project"], study["labelers"]
     memberships = list(Membership.objects.filter(project=project, id__in=[m.id for m in labelers]).order_by("id"))
     for i, membership in enumerate(memberships):
         membership.gender = f"gender-{i}"
