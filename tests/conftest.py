@@ -4,17 +4,13 @@ import time
 
 import pytest
 
-from tests.factories import MembershipFactory, ProjectFactory, UserFactory
+from tests.factories import ProjectFactory, make_labelers, make_lead
 
 
 @pytest.fixture
 def lead(db):
     """A project lead: may create projects (the ``labeling.add_project`` permission), not staff."""
-    from django.contrib.auth.models import Permission
-
-    user = UserFactory(username="lead")
-    user.user_permissions.add(Permission.objects.get(codename="add_project", content_type__app_label="labeling"))
-    return user
+    return make_lead()
 
 
 @pytest.fixture
@@ -24,10 +20,7 @@ def project(db, lead):
 
 @pytest.fixture
 def labelers(project):
-    return [
-        MembershipFactory(project=project, user=UserFactory(username=f"labeler{i}"), pseudonym=f"L{i}")
-        for i in range(1, 5)
-    ]
+    return make_labelers(project)
 
 
 def pytest_collection_finish(session):

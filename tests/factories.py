@@ -55,6 +55,23 @@ class MembershipFactory(factory.django.DjangoModelFactory):
     pseudonym = factory.Sequence(lambda n: f"L{n:03d}")
 
 
+def make_lead(username: str = "lead"):
+    """A project lead: may create projects (the ``labeling.add_project`` permission), not staff."""
+    from django.contrib.auth.models import Permission
+
+    user = UserFactory(username=username)
+    user.user_permissions.add(Permission.objects.get(codename="add_project", content_type__app_label="labeling"))
+    return user
+
+
+def make_labelers(project, *, prefix: str = "") -> list:
+    """Four labelers of ``project``, L1..L4 (users ``<prefix>labeler1``..4)."""
+    return [
+        MembershipFactory(project=project, user=UserFactory(username=f"{prefix}labeler{i}"), pseudonym=f"L{i}")
+        for i in range(1, 5)
+    ]
+
+
 def png_bytes(colour=(160, 126, 86), size=(64, 48), mode="RGB", fmt="PNG", **save_kwargs) -> bytes:
     buf = io.BytesIO()
     img = PILImage.new("RGB", size, colour)

@@ -61,17 +61,14 @@ def _module_world(django_db_setup, django_db_blocker, tmp_path_factory):
     a transaction rolled back after the module's last test; each test runs in a savepoint inside it (the
     ``db`` fixture), so it sees the world as built, whatever an earlier test wrote (the pattern of
     ``test_authorization_matrix``). Its files live in the module's own media folder."""
-    from django.contrib.auth.models import Permission
     from django.db import transaction
     from django.test import override_settings
 
-    from tests.factories import UserFactory
+    from tests.factories import make_lead
 
     media = tmp_path_factory.mktemp("archived") / "media"
     with django_db_blocker.unblock(), override_settings(MEDIA_ROOT=str(media)), transaction.atomic():
-        lead = UserFactory(username="lead")
-        lead.user_permissions.add(Permission.objects.get(codename="add_project", content_type__app_label="labeling"))
-        yield build_world(lead)
+        yield build_world(make_lead())
         transaction.set_rollback(True)
 
 

@@ -24,21 +24,16 @@ def _banded_world(request, django_db_setup, django_db_blocker):
     Built once per module and design, inside a transaction rolled back after the module's last test; each test
     runs in a savepoint inside it (the ``db`` fixture), so it sees the world as built whatever an earlier test
     wrote (the pattern of ``test_authorization_matrix`` and ``test_archived_read_only``)."""
-    from django.contrib.auth.models import Permission
     from django.db import transaction
 
-    from tests.factories import MembershipFactory, ProjectFactory, UserFactory
+    from tests.factories import ProjectFactory, make_labelers, make_lead
 
     per_person = request.param
     with django_db_blocker.unblock(), transaction.atomic():
         # Names of their own: a test of this module outside the world (the ``lead`` fixture) may run beside it.
-        lead = UserFactory(username="bands-lead")
-        lead.user_permissions.add(Permission.objects.get(codename="add_project", content_type__app_label="labeling"))
+        lead = make_lead("bands-lead")
         project = ProjectFactory(created_by=lead)
-        labelers = [
-            MembershipFactory(project=project, user=UserFactory(username=f"bands-labeler{i}"), pseudonym=f"L{i}")
-            for i in range(1, 5)
-        ]
+        labelers = make_labelers(project, prefix="bands-")
         rng = np.random.default_rng(5)
         images = add_images(project, N_IMAGES, subjects=N_IMAGES // per_person if per_person else None)
         main = phase_get(project, Phase.Kind.MAIN)

@@ -64,19 +64,14 @@ def _study_world(django_db_setup, django_db_blocker):
     test runs in a savepoint inside it (the ``db`` fixture), so it sees the study as built whatever an earlier
     test wrote (the pattern of ``test_authorization_matrix``). Its users have names of their own: a test of the
     module outside the study (the ``lead`` and ``labelers`` fixtures) may run beside it."""
-    from django.contrib.auth.models import Permission
     from django.db import transaction
 
-    from tests.factories import MembershipFactory, ProjectFactory, UserFactory
+    from tests.factories import ProjectFactory, make_labelers, make_lead
 
     with django_db_blocker.unblock(), transaction.atomic():
-        lead = UserFactory(username="card-lead")
-        lead.user_permissions.add(Permission.objects.get(codename="add_project", content_type__app_label="labeling"))
+        lead = make_lead("card-lead")
         project = ProjectFactory(created_by=lead)
-        labelers = [
-            MembershipFactory(project=project, user=UserFactory(username=f"card-labeler{i}"), pseudonym=f"L{i}")
-            for i in range(1, 5)
-        ]
+        labelers = make_labelers(project, prefix="card-")
         yield study_build(project, labelers)
         transaction.set_rollback(True)
 
