@@ -199,3 +199,26 @@ def test_build_memory_puts_arrow_back_on_its_pool():
         assert pa.default_memory_pool().backend_name == "system"
         assert pa.array(np.arange(1000)).sum().as_py() == 499500
     assert pa.default_memory_pool().backend_name == previous
+
+
+def test_memory_is_released_between_stages_of_a_large_build_only(monkeypatch):
+    """``memory_release`` collects (and trims) between the stages of a large build; in a small build and
+    outside a build (the card's facts for a page, a table written alone) it leaves the process alone."""
+    import gc
+
+    from labeling.services.releases import memory
+
+    collected = []
+    monkeypatch.setattr(gc, "collect", lambda *args: collected.append(1) or 0)
+    memory.memory_release()
+    assert collected == []  # outside a build
+    with build_memory(memory.SMALL_BUILD_LABELS - 1):
+        memory.memory_release()
+    assert collected == []
+    with build_memory(memory.SMALL_BUILD_LABELS):
+        memory.memory_release()
+        assert collected == [1]
+    assert len(collected) == 2  # and once more as the large build ends
+    with build_memory():  # size unknown: large
+        memory.memory_release()
+    assert len(collected) == 4

@@ -58,7 +58,10 @@ def _malloc_fixed_thresholds() -> None:
 #: Below this many labels a build's working memory is a few MB: collecting and trimming between its stages
 #: gives nothing back and costs about 0.03 s a time in a process with many live objects (six times a build).
 SMALL_BUILD_LABELS = 20_000
-_release_between_stages: contextvars.ContextVar[bool] = contextvars.ContextVar("release_between_stages", default=True)
+#: Whether :func:`memory_release` collects and trims: inside a large build only. Outside a build (the data
+#: card's facts for a page or a test, ``release_write`` called alone) the process's memory is not the build's
+#: to manage, and a full collection walks every live object of it (5 s of the test suite in one process).
+_release_between_stages: contextvars.ContextVar[bool] = contextvars.ContextVar("release_between_stages", default=False)
 
 
 @contextlib.contextmanager
@@ -79,14 +82,14 @@ def build_memory(n_labels: int | None = None) -> Iterator[None]:
         yield
     finally:
         pa.set_memory_pool(previous)
+        memory_release()  # a large build's memory back to the system (a small build's: nothing)
         _release_between_stages.reset(token)
-        if large:
-            memory_release()
 
 
 def memory_release() -> None:
-    """Collect garbage and give the heap's free pages back to the system (glibc only); between the stages of a
-    small build (``build_memory(n_labels)`` below :data:`SMALL_BUILD_LABELS`) nothing."""
+    """Collect garbage and give the heap's free pages back to the system (glibc only), between the stages of a
+    large build; in a small build (``build_memory(n_labels)`` below :data:`SMALL_BUILD_LABELS`) and outside a
+    build, nothing."""
     if not _release_between_stages.get():
         return
     gc.collect()
