@@ -35,6 +35,14 @@ Algorithm (per ``eps``, independent of the other ``eps`` values):
    (with a 1e-9 relative margin), and the few undecided pairs are settled by exact
    point-to-point squared distances, computed as above.
 
+On at most :data:`_DENSE_MAX` points, step 2 is replaced, once for all ``eps`` values, by a minimum
+spanning tree of the points under the mutual reachability weight ``max(d2(i, j), threshold(i),
+threshold(j))`` (Prim's algorithm on the dense matrix of the exact squared distances): two cores are
+neighbours at ``eps`` exactly when their weight is ``<= eps * eps``, every edge of a non-core point weighs
+more than that, and the components of any minimum spanning tree's edges of weight ``<= t`` are those of the
+whole graph's (ties included), so each ``eps`` only joins the tree's next edges (the ensemble 5.8x faster on 300
+points, 2.6x on 1,500: bench/bench_intersectional.py).
+
 The only possible difference from scikit-learn is when a squared distance lies within
 rounding (about 1e-16 relative) of ``eps * eps`` *and* scikit-learn's KD-tree included
 the point through a node bound instead of the point's own distance; random or gridded
@@ -66,6 +74,8 @@ _MAX_TABLE = 20_000_000
 # Largest number of point pairs compared at once in the exact check (memory bound).
 _PAIR_CHUNK = 4_000_000
 _MARGIN = 1e-9
+# Largest number of points for the spanning-tree path (two dense n x n float64 matrices: 36 MB at 1,500).
+_DENSE_MAX = 1_500
 
 
 def squared_distances(points: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
@@ -105,6 +115,44 @@ class NeighbourIndex:
             self.core_threshold = np.full(n, np.inf)
         else:
             self.core_threshold = self.knn_d2[:, -1]
+        self._tree: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._edges: list[tuple[int, int, float]] = []
+        self._parent: list[int] = list(range(n))
+        self._joined = 0  # tree edges (in weight order) joined in ``_parent``
+        self._reach_done = -np.inf
+        self.dense = n <= _DENSE_MAX and np.isfinite(self.core_threshold).all()
+
+    def _core_components(self, core_index: np.ndarray, reach: float, eps: float) -> np.ndarray:
+        """Connected components of the cores ``core_index`` (neighbours within ``eps``), numbered 0, 1, ..."""
+        if not self.dense:
+            return _core_components(self.points[core_index], reach, eps)
+        if self._tree is None:
+            a, b, weight = _reachability_tree(self.points, self.core_threshold)
+            order = np.argsort(weight, kind="stable")
+            self._tree = (a[order], b[order], weight[order])
+            self._edges = list(zip(a[order].tolist(), b[order].tolist(), weight[order].tolist(), strict=True))
+        if reach < self._reach_done:  # a smaller eps than the last: join again from no edge
+            self._parent = list(range(self.points.shape[0]))
+            self._joined = 0
+        parent, edges, k = self._parent, self._edges, self._joined
+        # Union-find over the tree's edges in weight order, up to this eps (the eps grid rises: each edge once).
+        while k < len(edges) and edges[k][2] <= reach:
+            x, y = edges[k][0], edges[k][1]
+            while parent[x] != x:
+                parent[x] = x = parent[parent[x]]
+            while parent[y] != y:
+                parent[y] = y = parent[parent[y]]
+            if x != y:
+                parent[max(x, y)] = min(x, y)
+            k += 1
+        self._joined, self._reach_done = k, reach
+        root = np.asarray(parent, dtype=np.intp)
+        while True:  # every point's root
+            up = root[root]
+            if np.array_equal(up, root):
+                break
+            root = up
+        return np.unique(root[core_index], return_inverse=True)[1].astype(np.intp, copy=False)
 
     def labels(self, eps: float) -> np.ndarray:
         """DBSCAN labels (``-1`` = noise) for one ``eps``, numbered as scikit-learn does."""
@@ -116,7 +164,7 @@ class NeighbourIndex:
         core_index = np.flatnonzero(is_core)
         if core_index.size == 0:
             return labels
-        component = _core_components(points[core_index], reach, float(eps))
+        component = self._core_components(core_index, reach, float(eps))
         # Cluster k = component with the k-th smallest core index (dbscan_inner order).
         _, first = np.unique(component, return_index=True)
         rank = np.empty(first.size, dtype=np.intp)
@@ -156,6 +204,36 @@ def dbscan_labels_many(
     index = NeighbourIndex(points, min_samples)
     for eps in eps_values:
         yield float(eps), index.labels(float(eps))
+
+
+def _reachability_tree(points: np.ndarray, threshold: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A minimum spanning tree under the mutual reachability weight (module docstring): its ``n - 1`` edges
+    as ``(a, b, weight)``. Prim's algorithm on the dense matrix; the squared distances are summed feature by
+    feature exactly as :func:`squared_distances` (the same floats)."""
+    n = points.shape[0]
+    weight = np.zeros((n, n), dtype=np.float64)
+    for k in range(points.shape[1]):
+        diff = points[:, k, None] - points[None, :, k]
+        weight += diff * diff
+    np.maximum(weight, threshold[:, None], out=weight)
+    np.maximum(weight, threshold[None, :], out=weight)
+    outside = np.ones(n, dtype=bool)
+    outside[0] = False
+    best = weight[0].copy()
+    best[0] = np.inf
+    parent = np.zeros(n, dtype=np.intp)
+    a = np.empty(n - 1, dtype=np.intp)
+    b = np.empty(n - 1, dtype=np.intp)
+    w = np.empty(n - 1, dtype=np.float64)
+    for k in range(n - 1):
+        j = int(np.argmin(best))
+        a[k], b[k], w[k] = parent[j], j, best[j]
+        outside[j] = False
+        best[j] = np.inf
+        closer = outside & (weight[j] < best)
+        best[closer] = weight[j][closer]
+        parent[closer] = j
+    return a, b, w
 
 
 def _core_components(core_points: np.ndarray, reach: float, eps: float) -> np.ndarray:

@@ -176,17 +176,53 @@ def _datasets():
     yield "moons", moons, 4
 
 
+@pytest.mark.parametrize("path", ["spanning tree", "grid"])
 @pytest.mark.parametrize(("name", "raw", "min_samples"), list(_datasets()))
-def test_dbscan_labels_equal_sklearn(name, raw, min_samples):
+def test_dbscan_labels_equal_sklearn(name, raw, min_samples, path, monkeypatch):
+    if path == "grid":  # the path of more than _DENSE_MAX points, on these
+        monkeypatch.setattr(_dbscan, "_DENSE_MAX", 0)
     points = standardise(raw)
     index = _dbscan.NeighbourIndex(points, min_samples)
+    assert index.dense == (path == "spanning tree")
     for eps in np.power(10.0, DEFAULT_EPS_EXPONENTS[::10]):
         expected = DBSCAN(eps=eps, min_samples=min_samples).fit(points).labels_
         np.testing.assert_array_equal(index.labels(eps), expected, err_msg=f"{name} eps={eps}")
 
 
+@pytest.mark.parametrize("path", ["spanning tree", "grid"])
+def test_dbscan_a_border_point_between_two_clusters_does_not_join_them(path, monkeypatch):
+    """Two tight groups 1 apart and one point halfway, within eps of both but with too few neighbours to be a
+    core point: two clusters, the middle point a border point of the first (scikit-learn's order)."""
+    if path == "grid":
+        monkeypatch.setattr(_dbscan, "_DENSE_MAX", 0)
+    angle = np.linspace(0, 2 * np.pi, 12, endpoint=False)
+    ring = 0.05 * np.column_stack([np.cos(angle), np.sin(angle)])
+    points = np.r_[ring, ring + [1.0, 0.0], [[0.5, 0.0]]]
+    index = _dbscan.NeighbourIndex(points, 10)  # the middle point has 7 neighbours within 0.47, itself included
+    labels = index.labels(0.47)
+    np.testing.assert_array_equal(labels, DBSCAN(eps=0.47, min_samples=10).fit(points).labels_)
+    assert labels[:12].tolist() == [0] * 12 and labels[12:24].tolist() == [1] * 12 and labels[24] == 0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_dbscan_spanning_tree_in_any_eps_order_equals_sklearn(seed):
+    """The spanning-tree path joins the tree's edges as eps rises; a smaller eps starts again: any order of
+    eps gives scikit-learn's labels (ties and duplicate points included)."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(12, 300))
+    raw = np.round(rng.normal(size=(n, 2)) * 3) / 3 if seed % 2 else rng.normal(size=(n, 2))
+    points = standardise(raw)
+    min_samples = int(rng.integers(1, 12))
+    index = _dbscan.NeighbourIndex(points, min_samples)
+    assert index.dense
+    for eps in rng.permutation(np.power(10.0, DEFAULT_EPS_EXPONENTS[::6])):
+        expected = DBSCAN(eps=eps, min_samples=min_samples).fit(points).labels_
+        np.testing.assert_array_equal(index.labels(eps), expected, err_msg=f"eps={eps}")
+
+
 def test_dbscan_exact_fallback_path(monkeypatch):
-    # Force the brute-force pair check to run on every undecided cell pair.
+    # Force the grid path, and the brute-force pair check to run on every undecided cell pair.
+    monkeypatch.setattr(_dbscan, "_DENSE_MAX", 0)
     monkeypatch.setattr(_dbscan, "_PAIR_CHUNK", 7)
     rng = np.random.default_rng(10)
     points = standardise(np.r_[rng.normal(0, 1, (300, 2)), rng.normal(4, 0.2, (100, 2))])
