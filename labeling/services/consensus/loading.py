@@ -81,11 +81,25 @@ def _bytes_columns(payload: bytes | None) -> list[np.ndarray]:
     return [rows[name].astype(np.int64) for name in _ROW_DTYPE.names or ()]
 
 
+def _binary_cursor():  # noqa: ANN202
+    """A Django cursor (``connection.cursor()``'s wrapper: logging, counting, execute wrappers) whose answers
+    come in PostgreSQL's binary format (psycopg 3); Django's own cursors bind on the client, which psycopg
+    only lets answer in text."""
+    import psycopg
+    from psycopg.pq import Format
+
+    connection.ensure_connection()
+    raw = psycopg.Cursor(connection.connection)
+    raw.format = Format.BINARY
+    return connection.make_debug_cursor(raw) if connection.queries_logged else connection.make_cursor(raw)
+
+
 def _label_columns(phase: Phase) -> list[np.ndarray]:
     if connection.vendor == "postgresql":
-        # Through Django's cursor (logged and counted like every query); the bytea comes back hex-encoded
-        # and psycopg decodes it in C.
-        with connection.cursor() as cursor:
+        # Through Django's cursor wrapper (logged and counted like every query, execute wrappers applied)
+        # around a psycopg cursor that binds on the server, so that the answer can come in PostgreSQL's binary
+        # format: the bytea as it is, not hex-encoded by the server (twice the bytes) and decoded here.
+        with _binary_cursor() as cursor:
             cursor.execute(_BYTES_SQL, [phase.id])
             row = cursor.fetchone()
         return _bytes_columns(None if row is None or row[0] is None else bytes(row[0]))
