@@ -1,6 +1,6 @@
 """The same photo at 512 px, 2 MP and 12 MP, fast and full decode: how far apart its ITA readings are.
 
-Run: ``python bench/bench_resolution.py [--held-out | --held-out-2 | --time]``.
+Run: ``python bench/bench_resolution.py [--development-light | --held-out | --held-out-2 | --held-out-3 | --time]``.
 
 ``--time``: the time of one ``measure_image`` (default detector) per reading of the development cases
 (median over the 20 cases; 512 px, 2 MP and 12 MP through the fast path, 2 MP and 12 MP fully decoded).
@@ -10,6 +10,9 @@ recolourings, exposures, crops, export path; committed before the method was dev
 spread of the five readings, then per reading how many are within 1 degree of the 12 MP full decode.
 ``--held-out-2``: the same on the second held-out set (``held_out_2_scenes``: other exposures, casts,
 crops and export; written down before colorimetry-5.2.0 ran on it, the first having been seen twice).
+``--held-out-3``: the third held-out set (``held_out_3_scenes``: magenta light, a turned head, defocus,
+reframing; Hamming / bicubic / progressive 4:2:2 JPEG stored with EXIF orientation 6; session 35,
+committed before any method ran on it).
 
 Each evaluation portrait (scikit-image's astronaut, Matplotlib's Grace Hopper) recoloured to each Monk
 tone is enlarged (Lanczos) to a 12 MP master, exported at 2 MP and 512 px from it (Lanczos), and each
@@ -54,15 +57,17 @@ def readings(portrait, tone: int, detector: str) -> dict[str, float | None]:
     return out
 
 
-def held_out(second: bool = False) -> None:
-    """The held-out scenes (``tests/colorimetry/resolution_sets.py``; ``second``: the second held-out set),
-    default detector: per reading and overall."""
+def held_out(which: int = 1) -> None:
+    """The held-out scenes (``tests/colorimetry/resolution_sets.py``; ``which``: the first, second or third
+    held-out set), default detector: per reading and overall."""
     from tests.colorimetry import resolution_sets
 
     detector = "landmarks_or_face"
     spreads: list[float | None] = []
     deviations: dict[str, list[float]] = {}
-    if second:
+    if which == 3:
+        scenes, measure = resolution_sets.held_out_3_scenes(), resolution_sets.held_out_3_readings
+    elif which == 2:
         scenes, measure = resolution_sets.held_out_2_scenes(), resolution_sets.held_out_2_readings
     else:
         scenes, measure = resolution_sets.held_out_scenes(), resolution_sets.held_out_readings
@@ -81,7 +86,10 @@ def held_out(second: bool = False) -> None:
     print(
         f"{detector}: {sum(s <= 1.0 for s in complete)}/{len(spreads)} held-out scenes with every reading found and within 1 degree"
     )
-    print(f"  worst spread {max(complete):.2f}, scenes with a reading missing: {len(spreads) - len(complete)}")
+    print(
+        f"  worst spread {max(complete):.2f}, mean spread {sum(complete) / len(complete):.3f}, "
+        f"scenes with a reading missing: {len(spreads) - len(complete)}"
+    )
     for name, values in deviations.items():
         print(
             f"  {name:12} within 1 degree of the 12 MP full decode: {sum(v <= 1.0 for v in values)}/{len(values)}, worst {max(values):.2f}"
@@ -149,8 +157,11 @@ def timing() -> None:
 
 
 def main() -> None:
+    if "--held-out-3" in sys.argv:
+        held_out(3)
+        return
     if "--held-out-2" in sys.argv:
-        held_out(second=True)
+        held_out(2)
         return
     if "--development-light" in sys.argv:
         development_light()
