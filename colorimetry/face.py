@@ -395,12 +395,17 @@ def canonical_skin_weights(
     face: np.ndarray,
     excluded: list[np.ndarray],
     eye_distance: float,
+    cheek_bounds: np.ndarray | None = None,
+    cheek_cuts: list[np.ndarray] | None = None,
 ) -> tuple[np.ndarray, int]:
     """Each pixel's weight (0..1) as the face's skin, judged on a grid fixed on the face.
 
     Shared by both face detectors, so they differ only in where they look. ``samples`` are the forehead
     then the cheeks, ``face`` the face's outline, ``excluded`` the features cut from it (eyes, brows,
     lips), all polygons in image pixels (pixel centres at integers); ``eye_distance`` in pixels.
+    ``cheek_bounds`` (a polygon) and ``cheek_cuts`` (polygons), when given, clip the cheek samples (every
+    sample after the forehead): their coverage is multiplied by the bounds' coverage and by one minus the
+    cuts' (colorimetry-5.3.0: the landmark model's stated-size cheek discs kept clear of the features).
 
     1. The face's part of the image is resampled to :data:`CANONICAL_EYE_DISTANCE` pixels between the
        eyes, in linear light (area average when reduced: what a larger pixel records), and converted to
@@ -460,6 +465,13 @@ def canonical_skin_weights(
         part = opaque[y0:y1, x0:x1].astype(np.float32)
         allowed = cv2.resize(part, (cw, ch), interpolation=interpolation).reshape(-1)
     sample_cover = [_coverage((ch, cw), [to_grid(p)]).reshape(-1) * allowed for p in samples]
+    if cheek_bounds is not None or cheek_cuts:
+        clip = np.ones(ch * cw, dtype=np.float32)
+        if cheek_bounds is not None:
+            clip *= _coverage((ch, cw), [to_grid(cheek_bounds)]).reshape(-1)
+        if cheek_cuts:
+            clip *= 1.0 - _coverage((ch, cw), [to_grid(p) for p in cheek_cuts]).reshape(-1)
+        sample_cover = sample_cover[:1] + [c * clip for c in sample_cover[1:]]
     sampled = int(round(sum(float(c.sum()) for c in sample_cover) / (sx * sy)))
     face_cover = _coverage((ch, cw), [to_grid(face)]).reshape(-1)
     if excluded:

@@ -37,6 +37,13 @@ The pipeline (the decoding follows MediaPipe's graphs, ``face_detection_*_common
 Since colorimetry-5.0.0 a ROI more than 1.5x the mesh's 192 px input is area-averaged to that scale before
 the warp (:func:`_mesh`): a bilinear warp alone sampled a 12 MP face at a few of its pixels, and the
 points moved with the photo's size (issue 21).
+
+Since colorimetry-5.3.0 each cheek is sampled as a disc of a stated size (:data:`CHEEK_RADIUS` eye
+distances, on the centroid of the cheek polygon's points), clipped by the face oval pulled in by
+:data:`FEATURE_MARGIN` and cut by the grown eyes, brows, lips and nose (:data:`NOSE`): Face Mesh's points
+move 2-3% of the eye distance with the pixels it is given, and the 5.2.0 polygons (0.12-0.13 eye
+distances squared) turned that into 1.5-2 degrees of ITA on light faces (docs/colorimetry-resolution.md,
+session 35, stated-size sample).
 """
 
 from __future__ import annotations
@@ -114,6 +121,17 @@ SAMPLE_POLYGONS: tuple[tuple[int, ...], ...] = (
     (117, 118, 101, 36, 205, 187, 123),  # the subject's right cheek (image left)
     (346, 347, 330, 266, 425, 411, 352),  # the subject's left cheek (the mirror points)
 )
+#: The nose (bridge, tip and alae): the convex hull of these points is cut from the cheek samples.
+NOSE = (168, 6, 197, 195, 5, 4, 1, 19, 94, 2, 98, 97, 326, 327, 294, 278, 344, 440, 275, 45, 220, 115, 48, 64)
+#: colorimetry-5.3.0: each cheek is sampled as a disc of this radius (a fraction of the distance between
+#: the eyes' centres) centred on the centroid of its polygon's points in :data:`SAMPLE_POLYGONS`. A disc
+#: shifted by d changes a fraction (4 / pi) d / R of its pixels (the least of any shape of its area);
+#: Face Mesh's points move d = 0.02-0.03 eye distances with the pixels it is given (issue 21), which
+#: changed about 17% of the 5.2.0 cheek polygons' pixels; at R = 0.30, d = 0.025 changes 10.6%. Stated
+#: before it was measured (docs/colorimetry-resolution.md, session 35, stated-size sample).
+CHEEK_RADIUS = 0.30
+#: Vertices of the polygon that stands for a cheek's disc.
+_DISC_VERTICES = 64
 #: Eyes, brows and lips are grown by this fraction of the distance between the eyes' centres before
 #: they are cut from the face oval (eyelashes, the brows' edges, the lips' border).
 FEATURE_MARGIN = 0.08
@@ -444,6 +462,13 @@ def _grown(points: np.ndarray, margin: float) -> np.ndarray:
     return np.asarray(points + offset / length[:, None] * margin)
 
 
+def _hull(points: np.ndarray) -> np.ndarray:
+    """Convex hull of ``points`` (N x 2), as a polygon."""
+    import cv2
+
+    return np.asarray(cv2.convexHull(points.astype(np.float32)).reshape(-1, 2), dtype=np.float64)
+
+
 def landmark_skin_mask(rgb: np.ndarray, opaque: np.ndarray | None = None) -> FaceSkin:
     """Skin pixels of the most confident face placed by the mesh, refined by the face's own colour.
 
@@ -472,8 +497,19 @@ def landmark_skin_mask(rgb: np.ndarray, opaque: np.ndarray | None = None) -> Fac
         _grown(points[list(feature)], FEATURE_MARGIN * eye_distance)
         for feature in (LEFT_EYE, RIGHT_EYE, LEFT_BROW, RIGHT_BROW, LIPS)
     ]
+    angles = np.linspace(0.0, 2 * np.pi, _DISC_VERTICES, endpoint=False)
+    circle = np.stack([np.cos(angles), np.sin(angles)], axis=1) * CHEEK_RADIUS * eye_distance
+    samples = [points[list(SAMPLE_POLYGONS[0])]] + [points[list(p)].mean(axis=0) + circle for p in SAMPLE_POLYGONS[1:]]
+    nose = _hull(points[list(NOSE)])
     weights, sampled = canonical_skin_weights(
-        rgb, opaque, [points[list(p)] for p in SAMPLE_POLYGONS], points[list(FACE_OVAL)], excluded, eye_distance
+        rgb,
+        opaque,
+        samples,
+        points[list(FACE_OVAL)],
+        excluded,
+        eye_distance,
+        cheek_bounds=_grown(points[list(FACE_OVAL)], -FEATURE_MARGIN * eye_distance),
+        cheek_cuts=[*excluded, _grown(nose, FEATURE_MARGIN * eye_distance)],
     )
     mask = weights >= 0.5
     return FaceSkin(mask, face.box, len(faces), sampled, f"face_mesh:{face.detector}", weights)

@@ -111,3 +111,32 @@ def _no_face(rgb):
     from colorimetry.face import FaceSkin
 
     return FaceSkin(np.zeros(rgb.shape[:2], dtype=bool), None, 0, 0, "")
+
+
+def test_the_cheeks_are_discs_of_the_stated_size_cut_by_the_features() -> None:
+    """colorimetry-5.3.0: each cheek is sampled as a disc of CHEEK_RADIUS eye distances, clipped by the face
+    oval pulled in and cut by the grown eyes, brows, lips and nose; the forehead is the 5.2.0 polygon."""
+    from colorimetry.face import canonical_skin_weights
+
+    rgb = evaluation.recoloured(evaluation.astronaut(), 4)
+    (face,) = landmarks.detect_mesh_faces(rgb)[:1]
+    points = face.points
+    eye_distance = float(
+        np.hypot(*(points[list(landmarks.LEFT_EYE)].mean(0) - points[list(landmarks.RIGHT_EYE)].mean(0)))
+    )
+    oval = points[list(landmarks.FACE_OVAL)]
+    forehead = points[list(landmarks.SAMPLE_POLYGONS[0])]
+    height, width = rgb.shape[:2]
+    everything = np.array([[-1.0, -1.0], [width, -1.0], [width, height], [-1.0, height]])
+    square = points[list(landmarks.SAMPLE_POLYGONS[1])].mean(0) + np.array([[-5.0, -5], [5, -5], [5, 5], [-5, 5]])
+    # Cuts apply to the cheeks only: cutting the whole image leaves the forehead's sample.
+    _, uncut = canonical_skin_weights(rgb, None, [forehead, square], oval, [], eye_distance)
+    _, forehead_only = canonical_skin_weights(
+        rgb, None, [forehead, square], oval, [], eye_distance, cheek_cuts=[everything]
+    )
+    assert abs(uncut - forehead_only - 100) <= 10  # the square, rasterised on the canonical grid
+    skin = landmarks.landmark_skin_mask(rgb)
+    discs = 2 * np.pi * (landmarks.CHEEK_RADIUS * eye_distance) ** 2
+    cheeks = skin.sampled_pixels - forehead_only
+    # The cut takes a sliver where a feature or the face's edge comes within the margin, not the sample.
+    assert 0.75 * discs <= cheeks <= 1.02 * discs
