@@ -33,8 +33,17 @@ def pytest_collection_finish(session):
 
 
 @pytest.fixture(scope="session")
-def django_db_setup(django_db_setup):
-    """pytest-django's test databases, then the same freeze for what their setup left alive."""
+def _sqlite_test_db_template():
+    """SQLite's test database restored from a migrated template (``tests.sqlite_template``)."""
+    from tests.sqlite_template import install
+
+    install()
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(_sqlite_test_db_template, django_db_setup):
+    """pytest-django's test databases (SQLite's from the migrated template), then the same freeze for what
+    their setup left alive."""
     gc.collect()
     gc.freeze()
 
