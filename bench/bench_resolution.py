@@ -1,6 +1,7 @@
 """The same photo at 512 px, 2 MP and 12 MP, fast and full decode: how far apart its ITA readings are.
 
-Run: ``python bench/bench_resolution.py [--development-light | --held-out | --held-out-2 | --held-out-3 | --time]``.
+Run: ``python bench/bench_resolution.py [--development-light | --held-out | --held-out-2 | --held-out-3 |
+--held-out-4 | --time]``.
 
 ``--time``: the time of one ``measure_image`` (default detector) per reading of the development cases
 (median over the 20 cases; 512 px, 2 MP and 12 MP through the fast path, 2 MP and 12 MP fully decoded).
@@ -12,7 +13,10 @@ spread of the five readings, then per reading how many are within 1 degree of th
 crops and export; written down before colorimetry-5.2.0 ran on it, the first having been seen twice).
 ``--held-out-3``: the third held-out set (``held_out_3_scenes``: magenta light, a turned head, defocus,
 reframing; Hamming / bicubic / progressive 4:2:2 JPEG stored with EXIF orientation 6; session 35,
-committed before any method ran on it).
+committed before any method ran on it). ``--held-out-4``: the fourth (``held_out_4_scenes``: green
+fluorescent light half a stop over, the head turned 12 degrees the other way, a small original, a tall dark
+frame and a zoomed crop; Lanczos / bilinear / quality 95 4:4:4 JPEG; session 36, committed before any method
+ran on it).
 
 Each evaluation portrait (scikit-image's astronaut, Matplotlib's Grace Hopper) recoloured to each Monk
 tone is enlarged (Lanczos) to a 12 MP master, exported at 2 MP and 512 px from it (Lanczos), and each
@@ -58,14 +62,16 @@ def readings(portrait, tone: int, detector: str) -> dict[str, float | None]:
 
 
 def held_out(which: int = 1) -> None:
-    """The held-out scenes (``tests/colorimetry/resolution_sets.py``; ``which``: the first, second or third
+    """The held-out scenes (``tests/colorimetry/resolution_sets.py``; ``which``: the first, second, third or fourth
     held-out set), default detector: per reading and overall."""
     from tests.colorimetry import resolution_sets
 
     detector = "landmarks_or_face"
     spreads: list[float | None] = []
     deviations: dict[str, list[float]] = {}
-    if which == 3:
+    if which == 4:
+        scenes, measure = resolution_sets.held_out_4_scenes(), resolution_sets.held_out_4_readings
+    elif which == 3:
         scenes, measure = resolution_sets.held_out_3_scenes(), resolution_sets.held_out_3_readings
     elif which == 2:
         scenes, measure = resolution_sets.held_out_2_scenes(), resolution_sets.held_out_2_readings
@@ -157,6 +163,9 @@ def timing() -> None:
 
 
 def main() -> None:
+    if "--held-out-4" in sys.argv:
+        held_out(4)
+        return
     if "--held-out-3" in sys.argv:
         held_out(3)
         return

@@ -90,21 +90,25 @@ def export(
     rgb: np.ndarray, directory: Path, *, master: Image.Resampling, down: Image.Resampling, quality: int
 ) -> dict[str, Path]:
     """The photo enlarged to a 12 MP master and exported from it at each of :data:`SIDES` (JPEG files)."""
+    files = {}
+    for name, side, image in _sized(rgb, master, down):
+        files[name] = directory / f"{side}.jpg"
+        image.save(files[name], quality=quality)
+    return files
+
+
+def _sized(rgb: np.ndarray, master: Image.Resampling, down: Image.Resampling) -> Iterator[tuple[str, int, Image.Image]]:
+    """``(name, long side, image)`` at each of :data:`SIDES`: the photo enlarged to the 12 MP master with
+    ``master``, the smaller sizes reduced from it with ``down`` (every held-out set's export)."""
     base = Image.fromarray(rgb)
     scale = SIDES["12 MP"] / max(base.size)
     big = base.resize((round(base.width * scale), round(base.height * scale)), master)
-    files = {}
     for name, side in SIDES.items():
-        path = directory / f"{side}.jpg"
         if side == SIDES["12 MP"]:
-            image = big
+            yield name, side, big
         else:
-            image = big.resize(
-                (round(big.width * side / max(big.size)), round(big.height * side / max(big.size))), down
-            )
-        image.save(path, quality=quality)
-        files[name] = path
-    return files
+            size = (round(big.width * side / max(big.size)), round(big.height * side / max(big.size)))
+            yield name, side, big.resize(size, down)
 
 
 def readings(files: dict[str, Path], measure: Callable[..., dict], **options: object) -> dict[str, float | None]:
@@ -266,17 +270,9 @@ def held_out_3_scenes() -> Iterator[Scene]:
 def export_3(rgb: np.ndarray, directory: Path) -> dict[str, Path]:
     """The third held-out set's export (:data:`HELD_OUT_3_EXPORT`): like :func:`export`, but each file a
     progressive JPEG with 4:2:2 chroma whose pixels are stored turned for EXIF orientation 6."""
-    base = Image.fromarray(rgb)
-    scale = SIDES["12 MP"] / max(base.size)
-    big = base.resize((round(base.width * scale), round(base.height * scale)), HELD_OUT_3_EXPORT["master"])
     files = {}
-    for name, side in SIDES.items():
+    for name, side, image in _sized(rgb, HELD_OUT_3_EXPORT["master"], HELD_OUT_3_EXPORT["down"]):
         path = directory / f"{side}.jpg"
-        if side == SIDES["12 MP"]:
-            image = big
-        else:
-            size = (round(big.width * side / max(big.size)), round(big.height * side / max(big.size)))
-            image = big.resize(size, HELD_OUT_3_EXPORT["down"])
         # Orientation 6: the viewer turns the stored pixels 90 degrees clockwise, so they are stored
         # turned 90 degrees counter-clockwise.
         stored = image.transpose(Image.Transpose.ROTATE_90)
@@ -297,3 +293,86 @@ def held_out_3_readings(scene: Scene, measure: Callable[..., dict], **options: o
     """:func:`readings` of one scene of the third held-out set with its export (:func:`export_3`)."""
     with tempfile.TemporaryDirectory() as tmp:
         return readings(export_3(scene.rgb, Path(tmp)), measure, **options)
+
+
+# --------------------------------------------------------------------------- a fourth held-out set
+
+#: Export of the fourth held-out set (session 36; written down and committed before any method ran on it):
+#: the 12 MP master enlarged with Lanczos, the 2 MP and 512 px files reduced bilinearly, every file a
+#: baseline JPEG at quality 95 with full-resolution chroma (4:4:4), stored upright. No earlier set used this
+#: reduction, this quality or 4:4:4 chroma (development: Lanczos / Lanczos / 92, 4:2:0; first held-out:
+#: bicubic / box / 85; second: bilinear / Hamming / 90; third: Hamming / bicubic / 88, 4:2:2, progressive,
+#: EXIF-rotated).
+HELD_OUT_4_EXPORT = {"master": Image.Resampling.LANCZOS, "down": Image.Resampling.BILINEAR, "quality": 95}
+HELD_OUT_4_SUBSAMPLING = 0  # Pillow: 0 = 4:4:4
+#: A green fluorescent cast (along neither the warm-cool axis nor the magenta one of the earlier sets).
+GREEN = (0.93, 1.06, 0.95)
+#: Reframings no earlier set has: a tall 3:4 frame with the portrait in its upper part on a dark wall, and
+#: a zoomed square crop in which the face fills most of the frame.
+FRAMES_4 = ("tall_dark_wall", "face_fills_frame")
+
+
+def _framed_4(rgb: np.ndarray, frame: str) -> np.ndarray:
+    h, w = rgb.shape[:2]
+    if frame == "tall_dark_wall":
+        wall = np.empty((round(w * 4 / 3 * 1.25), round(w * 1.25), 3), dtype=np.uint8)
+        wall[:] = (46, 44, 48)  # a dark cool-grey wall
+        x0 = (wall.shape[1] - w) // 2
+        y0 = round(0.04 * wall.shape[0])
+        wall[y0 : y0 + h, x0 : x0 + w] = rgb
+        return wall
+    return _crop(rgb, (0.22, 0.06, 0.78, 0.62))
+
+
+def held_out_4_scenes() -> Iterator[Scene]:
+    """The 72 scenes of the fourth held-out set (session 36, written down before any method ran on it;
+    the first three had all been seen). Both portraits x ten tones x three scene kinds (60), plus 12
+    reframed scenes at tones 1, 5 and 10 (noise seeds fixed per scene):
+
+    * ``camera_green_plus_0.5_stop``: the second recolouring model under a green fluorescent cast, half a
+      stop over, sensor noise;
+    * ``first_rolled_minus_12_deg_minus_0.4_stop``: the first model with the head turned 12 degrees
+      clockwise in the image plane (the other way from the third set, and further), 0.4 stop under, noise;
+    * ``camera_third_size``: the second model reduced to a third of its size before the export enlarges it
+      (a small original: fewer real pixels on the face at every size), sensor noise;
+    * reframed (:data:`FRAMES_4`): the first model, 0.2 stop under, mirrored, on a tall dark wall or
+      zoomed in, sensor noise.
+    """
+    for portrait in (first.astronaut(), first.grace_hopper()):
+        for tone in range(1, 11):
+            rgb = camera_model.recoloured_camera(portrait, tone)
+            rgb = first.chain(first.white_balance(GREEN), first.exposure(0.5))(rgb, portrait.truth, tone)[0]
+            yield Scene(f"{portrait.name} camera_green_plus_0.5_stop MST {tone}", camera_model.camera(rgb, 800 + tone))
+        for tone in range(1, 11):
+            rgb = first.exposure(-0.4)(first.recoloured(portrait, tone), portrait.truth, tone)[0]
+            yield Scene(
+                f"{portrait.name} first_rolled_minus_12_deg_minus_0.4_stop MST {tone}",
+                camera_model.camera(_rotated(rgb, -12.0), 900 + tone),
+            )
+        for tone in range(1, 11):
+            rgb = camera_model.recoloured_camera(portrait, tone)
+            rgb = first.downscale(3)(rgb, portrait.truth, tone)[0]
+            yield Scene(f"{portrait.name} camera_third_size MST {tone}", camera_model.camera(rgb, 1000 + tone))
+        for frame in FRAMES_4:
+            for tone in (1, 5, 10):
+                rgb = first.chain(first.exposure(-0.2), first.mirror)(
+                    first.recoloured(portrait, tone), portrait.truth, tone
+                )[0]
+                yield Scene(
+                    f"{portrait.name} {frame} MST {tone}", camera_model.camera(_framed_4(rgb, frame), 1100 + tone)
+                )
+
+
+def export_4(rgb: np.ndarray, directory: Path) -> dict[str, Path]:
+    """The fourth held-out set's export (:data:`HELD_OUT_4_EXPORT`, 4:4:4 chroma)."""
+    files = {}
+    for name, side, image in _sized(rgb, HELD_OUT_4_EXPORT["master"], HELD_OUT_4_EXPORT["down"]):
+        files[name] = directory / f"{side}.jpg"
+        image.save(files[name], quality=HELD_OUT_4_EXPORT["quality"], subsampling=HELD_OUT_4_SUBSAMPLING)
+    return files
+
+
+def held_out_4_readings(scene: Scene, measure: Callable[..., dict], **options: object) -> dict[str, float | None]:
+    """:func:`readings` of one scene of the fourth held-out set with its export (:func:`export_4`)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        return readings(export_4(scene.rgb, Path(tmp)), measure, **options)
