@@ -40,7 +40,7 @@ def template_key() -> str:
             files += sorted(folder.glob("*.py"))
     files += [_ROOT / name for name in MIGRATION_CODE]
     for path in files:
-        digest.update(str(path.relative_to(path.parents[1]) if path.is_relative_to(_ROOT) else path.name).encode())
+        digest.update("/".join(path.parts[-2:]).encode())  # "migrations/0001_initial.py", "services/scales.py"
         digest.update(path.read_bytes())
     return digest.hexdigest()[:20]
 

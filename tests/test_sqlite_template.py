@@ -53,14 +53,13 @@ def _dump(how: str, env: dict) -> dict:
 
 
 def test_the_restored_template_is_the_migrated_database(tmp_path):
-    from tests.sqlite_template import template_key
+    from tests.sqlite_template import template_path
 
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     migrated = _dump("migrate", env)
     assert "labeling_tone" in migrated["rows"] and migrated["rows"]["labeling_tone"], "the built-in scales"
     first = _dump("template", env)  # makes the template if this key has none yet
-    template = ROOT / "var" / "test-db" / f"{template_key()}.sqlite3"
-    assert template.exists()
+    assert template_path().exists()
     restored = _dump("template", env)  # restores it
     assert first == migrated
     assert restored == migrated
