@@ -2,7 +2,8 @@
 replaced, to the last bit.
 
 * the labels come from PostgreSQL as one bytea of fixed-width big-endian rows (``loading._BYTES_SQL``);
-  its parser is held against rows packed independently with ``struct``;
+  its parser is held against rows packed independently with ``struct``, and, on PostgreSQL, the query's
+  columns against the ORM's on labels with every column at its extremes;
 * the label shares count each image's labels per value once (``summary._per_image_value_counts``); the
   reference is the previous code, one ``(values == value).sum(axis=1)`` per value, kept verbatim below;
 * alpha without each labeler takes the other labelers' counts off the panel's
@@ -10,18 +11,24 @@ replaced, to the last bit.
   without the labeler (forced by giving the panel no counts).
 """
 
+import itertools
 import math
 import struct
 from unittest import mock
 
 import numpy as np
 import pytest
+from django.db import connection
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from labeling.models import Label, Phase, Scale
 from labeling.services.consensus import labelers, loading, summary
 from labeling.services.consensus.numbers import clustered_share
+from labeling.services.projects import project_create
+from labeling.services.scales import scales_ensure_builtin
 from metrics import agreement
+from tests.factories import UserFactory, make_image, make_labelers
 
 
 @settings(max_examples=60, deadline=None)
@@ -40,7 +47,11 @@ from metrics import agreement
     )
 )
 def test_label_bytes_parse_to_the_columns(rows):
-    payload = b"".join(struct.pack(">qqhhhhi", *row) for row in rows)
+    # Two int8 ids, then tone_low (bits 48-62), tone_high (33-47), uncertain (32), is_repeat (31), ms (0-30).
+    payload = b"".join(
+        struct.pack(">qqq", image, labeler, low << 48 | high << 33 | uncertain << 32 | repeat << 31 | ms)
+        for image, labeler, low, high, uncertain, repeat, ms in rows
+    )
     columns = loading._bytes_columns(payload)
     assert len(columns) == 7
     for position, column in enumerate(columns):
@@ -51,7 +62,51 @@ def test_label_bytes_parse_to_the_columns(rows):
 def test_no_label_bytes_give_empty_columns_and_a_cut_row_is_refused():
     assert [c.size for c in loading._bytes_columns(None)] == [0] * 7
     with pytest.raises(ValueError):
-        loading._bytes_columns(struct.pack(">qqhhhhi", 1, 2, 3, 4, 0, 1, 5)[:-1])
+        loading._bytes_columns(struct.pack(">qqq", 1, 2, 3)[:-1])
+
+
+@pytest.mark.django_db
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the packed query is PostgreSQL's (CI stage 2)")
+def test_the_packed_label_query_answers_the_orm_columns_at_every_extreme():
+    scales_ensure_builtin()
+    lead = UserFactory()
+    project = project_create(
+        name="packed", scale=Scale.objects.get(kind=Scale.Kind.MONK, is_builtin=True), created_by=lead
+    )
+    phase = project.phases.get(kind=Phase.Kind.MAIN)
+    team = make_labelers(project)
+    images = [make_image(project, colour=(100 + i, 90, 80)) for i in range(3)]
+    # Every column at its smallest and largest stored value (tones are checked non-negative smallints,
+    # the time a non-negative integer), skips (no tone), repeats and uncertain answers.
+    extremes = [
+        (None, None, False, False, 0),
+        (32767, 32767, True, True, 2**31 - 1),
+        (1, None, True, False, 1),
+        (0, 32767, False, True, 2**30),
+        (10, 9, False, False, 123_456),
+    ]
+    Label.objects.bulk_create(
+        Label(
+            phase=phase,
+            image=image,
+            labeler=labeler,
+            tone_low=low,
+            tone_high=high,
+            uncertain=unc,
+            is_repeat=rep,
+            time_spent_ms=ms,
+        )
+        for (image, labeler), (low, high, unc, rep, ms) in zip(
+            itertools.product(images, team), itertools.cycle(extremes), strict=False
+        )
+    )
+
+    def rows(columns):
+        return sorted(zip(*(c.tolist() for c in columns), strict=True))
+
+    packed = loading._label_columns(phase)
+    assert len(rows(packed)) == 12
+    assert rows(packed) == rows(loading._orm_columns(phase))
 
 
 def _values(seed, n_images, n_labelers, missing, half, n_tones=10):
