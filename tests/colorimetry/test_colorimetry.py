@@ -614,6 +614,7 @@ def test_labeling_colorimetry_is_the_same_code() -> None:
     assert contract_skin_tone_stats is skin_tone_stats
 
 
+@pytest.mark.slow  # starts a Python process (pytest.ini): CI runs it, bin/test --fast skips it
 def test_contract_path_does_not_import_django_or_skimage() -> None:
     code = (
         "import sys, labeling.colorimetry; "

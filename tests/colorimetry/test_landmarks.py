@@ -40,6 +40,7 @@ def test_a_model_file_that_differs_from_the_wheel_is_refused(monkeypatch) -> Non
         landmarks.model_path.cache_clear()
 
 
+@pytest.mark.slow  # starts a Python process (pytest.ini): CI runs it, bin/test --fast skips it
 def test_it_runs_without_a_network_and_without_tensorflow() -> None:
     """In a fresh interpreter whose sockets all refuse, the detector finds and meshes the face."""
     script = textwrap.dedent(

@@ -627,6 +627,7 @@ def test_a_release_is_byte_identical_for_identical_inputs(tmp_path):
     assert manifest["bytes"] > 0 and archive == file_info(tmp_path / "second.zip")
 
 
+@pytest.mark.slow  # starts a Python process (pytest.ini): CI runs it, bin/test --fast skips it
 def test_bundle_imports_no_django():
     """The module alone (without the package, whose other modules use Django) loads neither Django nor the app."""
     path = Path(bundle.__file__)

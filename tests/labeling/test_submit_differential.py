@@ -114,6 +114,16 @@ def world(project, lead):
     return {"project": project, "phase": phase, "fast": fast, "general": general}
 
 
+@pytest.fixture
+def small_world(project, lead):
+    """The same two labelers with two images each: what the kill switch's two submits need."""
+    fast = MembershipFactory(project=project, user=UserFactory(username="fast"), pseudonym="F1")
+    general = MembershipFactory(project=project, user=UserFactory(username="general"), pseudonym="G1")
+    add_images(project, 2)
+    phase = open_calibration_1(project, size=2, cal1=2, labels_per_image=2)
+    return {"project": project, "phase": phase, "fast": fast, "general": general}
+
+
 def _apply(world, state) -> None:
     project, phase = world["project"], world["phase"]
     project.allow_adjacent_pairs = state["pairs"]
@@ -218,7 +228,8 @@ def test_the_fast_path_and_the_general_view_answer_and_store_the_same(world, cli
     assert _stored(world["fast"], before) == _stored(world["general"], before), (state, payload)
 
 
-def test_the_kill_switch_sends_every_submit_to_the_general_view(world, client_for, settings, monkeypatch):
+def test_the_kill_switch_sends_every_submit_to_the_general_view(small_world, client_for, settings, monkeypatch):
+    world = small_world
     from labeling.api.views import submit_fast as view_module
 
     calls = []

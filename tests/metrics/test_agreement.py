@@ -522,6 +522,7 @@ def _change(before, after, labeler):
     )
 
 
+@pytest.mark.slow  # a seeded simulation over many datasets (pytest.ini): CI runs it, bin/test --fast skips it
 def test_bias_change_fires_at_about_the_nominal_rate_when_no_one_drifts():
     """Seeded null: constant biases (one labeler +0.4 in both phases), 2 photos per person, 40 people per
     phase: the change's 95% interval excludes 0 in about 5% of (labeler, study) cells."""

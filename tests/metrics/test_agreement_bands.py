@@ -76,6 +76,7 @@ def test_range_restriction_alpha_within_bands_is_below_the_whole_scales():
     assert all(band.alpha is not None and band.alpha.estimate < whole - 0.1 for band in bands)
 
 
+@pytest.mark.slow  # a seeded simulation over many datasets (pytest.ini): CI runs it, bin/test --fast skips it
 def test_under_the_null_bias_intervals_exclude_zero_at_about_the_nominal_rate():
     """200 seeded panels of exchangeable labelers, pairs of MST tones: 95% intervals should exclude 0 in
     about 5% of cells (4.9% measured, every band 4.4-5.4%)."""
@@ -111,6 +112,7 @@ def test_the_median_of_the_others_by_their_band_regresses_to_the_mean_at_the_end
     assert np.mean(lightest) > 0.2  # about +0.25 tones measured
 
 
+@pytest.mark.slow  # a seeded simulation over many datasets (pytest.ini): CI runs it, bin/test --fast skips it
 def test_intervals_cover_the_bands_population_values_at_about_the_nominal_rate():
     """Near consensus (Wilson) and alpha (BCa) per band against the band's value in 200,000 images from
     the same panel; about 40 images per band. Measured over 200 panels: 90-96% for both."""

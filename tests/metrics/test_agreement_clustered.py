@@ -61,6 +61,7 @@ def coverage(n_images, tolerance, *, varying=False, reps=1000, seed=0):
     return clustered / reps, naive / reps
 
 
+@pytest.mark.slow  # a seeded simulation over many datasets (pytest.ini): CI runs it, bin/test --fast skips it
 @pytest.mark.parametrize(
     ("n_images", "tolerance", "varying"),
     [(10, 0, False), (30, 0, False), (30, 1, False), (100, 1, True)],
@@ -188,6 +189,7 @@ def test_student_t_quantile_matches_scipy():
             assert _student_t_quantile(df, confidence) == pytest.approx(expected, rel=1e-12, abs=0)
 
 
+@pytest.mark.slow  # starts a Python process (pytest.ini): CI runs it, bin/test --fast skips it
 def test_clustered_interval_needs_no_scipy():
     # Importing scipy.special took 0.7 s of CPU of a fresh process's first consensus computation.
     import subprocess

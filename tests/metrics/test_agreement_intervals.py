@@ -51,6 +51,7 @@ def test_true_alpha_of_the_model_matches_a_large_sample():
         assert kappa == pytest.approx(true_kappa, abs=0.006)
 
 
+@pytest.mark.slow  # a seeded simulation over many datasets (pytest.ini): CI runs it, bin/test --fast skips it
 def test_alpha_bca_interval_covers_the_true_alpha_and_holds_the_estimate():
     covered = runs = 0
     for sd in SDS:
@@ -72,6 +73,7 @@ def test_alpha_bca_interval_covers_the_true_alpha_and_holds_the_estimate():
     assert 0.85 <= covered / runs <= 0.995, covered
 
 
+@pytest.mark.slow  # a seeded simulation over many datasets (pytest.ini): CI runs it, bin/test --fast skips it
 def test_kappa_bca_interval_covers_the_true_kappa_and_holds_the_estimate():
     covered = runs = 0
     for sd in SDS:
@@ -152,6 +154,7 @@ def test_clustered_kappa_resamples_whole_clusters():
     assert clustered.high - clustered.low > 1.5 * (naive.high - naive.low)
 
 
+@pytest.mark.slow  # a seeded simulation over many datasets (pytest.ini): CI runs it, bin/test --fast skips it
 @pytest.mark.parametrize(
     "frequency",
     [

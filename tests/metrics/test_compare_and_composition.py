@@ -28,6 +28,7 @@ def _pair(rng, n=300, planted=0.0):
     return a, b, gender, tone, body
 
 
+@pytest.mark.slow  # a seeded simulation over many datasets (pytest.ini): CI runs it, bin/test --fast skips it
 def test_compare_holds_its_nominal_rate_under_no_difference():
     rng = np.random.default_rng(11)
     runs = 150

@@ -121,6 +121,7 @@ def test_large_samples_get_fisher_z_interval_that_matches_the_bootstrap():
         assert fast["ci_low"] < fast["rho"] < fast["ci_high"]
 
 
+@pytest.mark.slow  # a seeded simulation over many datasets (pytest.ini): CI runs it, bin/test --fast skips it
 def test_fisher_z_interval_covers_the_true_rho_at_the_nominal_rate():
     """Bivariate normal with Pearson r: Spearman's rho is (6 / pi) asin(r / 2). 400 seeded samples."""
     r = 0.6

@@ -65,6 +65,7 @@ def test_doctests_are_found_in_both_packages():
     assert by_package["colorimetry"] >= 15
 
 
+@pytest.mark.slow  # starts a Python process (pytest.ini): CI runs it, bin/test --fast skips it
 @pytest.mark.parametrize("package", PURE_PACKAGES)
 def test_every_module_imports_without_django(package: str):
     code = textwrap.dedent(

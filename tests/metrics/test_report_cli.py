@@ -204,6 +204,7 @@ def test_group_with_one_sample(tmp_path, capsys):
     assert "other" in _errors(capsys)[0]
 
 
+@pytest.mark.slow  # starts a Python process (pytest.ini): CI runs it, bin/test --fast skips it
 def test_module_entry_point_exit_code(tmp_path):
     out = subprocess.run(
         [

@@ -140,6 +140,7 @@ def test_a_small_band_reads_too_few_to_tell():
     assert bands.bands[0].reading == "no gap detected"
 
 
+@pytest.mark.slow  # a seeded simulation over many datasets (pytest.ini): CI runs it, bin/test --fast skips it
 def test_band_gap_null_rate_and_interval_coverage_of_zero():
     n_sims, rejections, covered = 200, 0, 0
     for seed in range(n_sims):
@@ -154,6 +155,7 @@ def test_band_gap_null_rate_and_interval_coverage_of_zero():
     assert n_sims - high <= covered <= n_sims - low
 
 
+@pytest.mark.slow  # a seeded simulation over many datasets (pytest.ini): CI runs it, bin/test --fast skips it
 def test_verdict_null_rate_holm_over_trend_and_bands():
     n_sims, significant = 200, 0
     for seed in range(n_sims):
@@ -165,6 +167,7 @@ def test_verdict_null_rate_holm_over_trend_and_bands():
     assert significant <= _acceptance(n_sims)[1]
 
 
+@pytest.mark.slow  # a seeded simulation over many datasets (pytest.ini): CI runs it, bin/test --fast skips it
 def test_noisier_deep_tones_keep_the_nominal_rate():
     # Issue 20: deep tones noisier, same mean: 11.5% false positives, the OLS slope t-test alone 17%.
     n_sims, significant = 200, 0
@@ -185,6 +188,7 @@ def test_holm_matches_statsmodels_values():
 # ------------------------------------------------------------------ more than two groups
 
 
+@pytest.mark.slow  # a seeded simulation over many datasets (pytest.ini): CI runs it, bin/test --fast skips it
 @pytest.mark.parametrize("k", [3, 4, 6])
 def test_categorical_null_rate_with_many_groups(k):
     n_sims, significant = 200, 0
@@ -211,6 +215,7 @@ def test_categorical_holm_still_finds_a_real_difference():
 # ------------------------------------------------------------------ difference() interval
 
 
+@pytest.mark.slow  # a seeded simulation over many datasets (pytest.ini): CI runs it, bin/test --fast skips it
 @pytest.mark.parametrize("k", [2, 4])
 def test_difference_interval_covers_zero_at_nominal_rate_under_no_difference(k):
     n_sims, covered, ratio_covered = 150, 0, 0
