@@ -21,7 +21,8 @@ from tests.labeling.helpers import add_images
 from tests.labeling.test_releases import CARD, INCLUDE_ALL, phases_of, put
 
 N_IMAGES = 60
-FAST = {"permutations": 19, "band_permutations": 99, "uncertainty_draws": 10}
+# Small nulls, and no figures (two thirds of a small run's time) except where a test reads them.
+FAST = {"permutations": 19, "band_permutations": 99, "uncertainty_draws": 10, "figures": False}
 
 
 @pytest.fixture(autouse=True)
@@ -141,7 +142,14 @@ def test_api_run_joins_scores_and_matches_the_command_line(
     project, table = released["project"], released["images"]
     results = results_for(table)
     api = client_for(lead)
-    created = post(api, project, results, filename="results.parquet", capture=django_capture_on_commit_callbacks)
+    created = post(
+        api,
+        project,
+        results,
+        filename="results.parquet",
+        capture=django_capture_on_commit_callbacks,
+        options={"figures": True},
+    )
     assert created.status_code == 201, created.json()
     run = created.json()
     assert run["join"]["matched"] == N_IMAGES and run["join"]["unknown"] == 0 and run["join"]["missing"] == 0
@@ -195,6 +203,7 @@ def test_api_run_joins_scores_and_matches_the_command_line(
     assert set(per_labeler) == {"labeler_L1", "labeler_L2", "labeler_L3"}
     assert all(row["n"] == N_IMAGES for row in per_labeler.values())
     # Figures as PNG and SVG, downloadable.
+    assert len(report["figures"]) >= 3
     for figure in report["figures"]:
         for kind in ("png", "svg"):
             got = api.get(f"/api/projects/{project.pk}/evaluations/{run['id']}/files/{figure[kind]}")
@@ -251,6 +260,29 @@ def test_bad_options_files_and_releases_are_refused(synthetic, lead, client_for)
     assert as_fields.json()["options"]["min_samples"] == 5
     assert post(api, project, results_for(table), threshold="lots").status_code == 400
     assert EvaluationRun.objects.count() == 2
+
+
+def test_figures_false_leaves_the_figures_out_and_the_report_the_same(
+    synthetic, lead, client_for, django_capture_on_commit_callbacks
+):
+    project, table = synthetic["project"], synthetic["images"]
+    api = client_for(lead)
+    reports = {}
+    for figures in (True, "false"):  # a JSON boolean, or a form field's text
+        created = post(
+            api, project, results_for(table), capture=django_capture_on_commit_callbacks, options={"figures": figures}
+        )
+        assert created.status_code == 201, created.json()
+        assert created.json()["options"]["figures"] is (figures is True)
+        detail = api.get(f"/api/projects/{project.pk}/evaluations/{created.json()['id']}/").json()
+        assert detail["status"] == "done", detail
+        reports[figures] = json.loads(b"".join(api.get(detail["report_url"]).streaming_content))
+    drawn, left_out = reports[True], reports["false"]
+    assert drawn["figures"] and left_out["figures"] == []
+    for key in ("gender", "skin_tone", "intersectional", "composition", "label_uncertainty"):
+        assert json.dumps(left_out.get(key), sort_keys=True) == json.dumps(drawn.get(key), sort_keys=True), key
+    refused = post(api, project, results_for(table), options={"figures": "maybe"})
+    assert refused.status_code == 400 and "figures must be true or false" in refused.json()["figures"][0]
 
 
 def test_results_by_image_id_per_subject_and_derived_errors(

@@ -76,7 +76,8 @@ class EvaluationSerializer(serializers.ModelSerializer):
 
 
 class EvaluationCreateSerializer(serializers.Serializer):
-    """A results file and how to read it. ``options`` (JSON object): threshold, alpha, min_samples, ..."""
+    """A results file and how to read it. ``options`` (JSON object): threshold, alpha, min_samples, ...;
+    ``figures``: false leaves the figures out (the report and its verdicts are the same)."""
 
     file = serializers.FileField(help_text="CSV, JSON Lines or Parquet: one row per image (or subject).")
     release = serializers.IntegerField(help_text="Release version (its published images table is joined).")

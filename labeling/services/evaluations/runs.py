@@ -81,7 +81,13 @@ DEFAULT_OPTIONS: dict[str, Any] = {
     # "auto": by subject whenever the release's subject ids repeat among the matched samples; "none"; or a
     # text attribute naming the person of each sample.
     "cluster": "auto",
+    # Draw the report's figures (PNG and SVG; about two thirds of a small run's time). False: report.json,
+    # report.html and the page's tables only, e.g. for a gate in CI that reads the verdict (the CLI's
+    # ``--no-figures``).
+    "figures": True,
 }
+#: Answers a yes/no option accepts (any case), as a JSON boolean or as a form field's text.
+_YES, _NO = ("true", "yes", "1", "on"), ("false", "no", "0", "off")
 #: An attribute option set to this is switched off (the run scores the others).
 OFF = "none"
 #: Hard and soft time limits of the evaluation task (seconds): 50,000 samples with the permutation null take
@@ -243,6 +249,18 @@ def _number(options: dict, name: str, kind, *, low=None, high=None, problems: di
     options[name] = number
 
 
+def _yes_no(options: dict, name: str, *, problems: dict) -> None:
+    value = options.get(name)
+    if value is None or value == "":
+        options[name] = DEFAULT_OPTIONS[name]
+    elif isinstance(value, bool):
+        options[name] = value
+    elif isinstance(value, str) and value.strip().lower() in _YES + _NO:
+        options[name] = value.strip().lower() in _YES
+    else:
+        problems[name] = f"{name.replace('_', ' ')} must be true or false, got {value!r}"
+
+
 def options_clean(raw: dict[str, Any], release: Release, *, error_kind: str = "regression") -> dict[str, Any]:
     """The run's options with defaults, validated against the release's columns (ValidationError per field)."""
     unknown = sorted(set(raw) - set(DEFAULT_OPTIONS))
@@ -264,6 +282,7 @@ def options_clean(raw: dict[str, Any], release: Release, *, error_kind: str = "r
     _number(options, "n_bands", int, low=2, high=10, problems=problems)
     _number(options, "tone_bands", int, low=2, high=100, problems=problems)
     _number(options, "seed", int, low=0, problems=problems)
+    _yes_no(options, "figures", problems=problems)
     categorical, numeric = release_attributes(release)
     gender = options.get("gender_column")
     if gender in (None, ""):
@@ -531,6 +550,7 @@ def _evaluation_compute(run: EvaluationRun, work: Path) -> EvaluationRun:
         labeler_columns=labelers,
         seed=o["seed"],
         tone_levels=run.project.scale.tones.count(),
+        figures=o.get("figures", True) is not False,  # runs stored before the option drew them
         on_step=lambda step: _job_step(run, _STEPS.get(step, 0), f"Computing: {step.replace('_', ' ')}"),
     )
     try:
