@@ -181,11 +181,14 @@ def delta_alpha_levels(
             if value_domain is None
             else np.asarray(value_domain, dtype=np.float64).ravel()
         )
-    m = count_matrix.sum(axis=1) if count_matrix.size else np.zeros(0)
+    # One count per item, also when no item has a label (no value column): zeros, not an empty array,
+    # so that ``clusters`` (one entry per item) lines up with the items either way.
+    m = count_matrix.sum(axis=1) if count_matrix.ndim == 2 else np.zeros(0)
     pairable = m >= 2
+    if clusters is not None and np.asarray(clusters).size != m.size:
+        raise ValueError("clusters must have one entry per item.")
     units, n_units = _unit_index(
-        None if clusters is None else np.asarray(clusters).ravel()[pairable] if m.size else clusters,
-        int(pairable.sum()),
+        None if clusters is None else np.asarray(clusters).ravel()[pairable], int(pairable.sum())
     )
     nan = math.nan
     if n_units == 0 or values.size < 2:

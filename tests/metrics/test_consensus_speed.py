@@ -5,6 +5,9 @@
 * ``value_counts_without_each`` takes each labeler off the panel's counts; the reference is
   ``value_counts`` of the data without that labeler, and alpha's intervals (delta method and BCa
   bootstrap) from either must be the same numbers.
+* distinct values and count patterns are found by a hash (pandas ``unique`` / ``factorize``) instead of
+  ``np.unique``'s sort; the reference is ``np.unique`` itself, and alpha's delta-method interval on the
+  same data with ``np.unique`` put back.
 """
 
 from unittest import mock
@@ -223,3 +226,53 @@ def test_consensus_table_flags_and_mode_per_image(seed, n_images, n_labelers, mi
             assert row["mode"] == min(v for v, c in counts.items() if c == best) and row["mode_count"] == best
         else:
             assert np.isnan(row["mode"]) and row["mode_count"] == 0
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    values=st.lists(
+        st.one_of(
+            st.sampled_from([1.0, 1.5, 2.0, 10.0, 0.0, -0.0, np.inf, -np.inf]),
+            st.floats(allow_nan=False, width=64),
+        ),
+        max_size=60,
+    )
+)
+def test_distinct_values_by_hash_are_np_unique(values):
+    from metrics.agreement._data import _distinct
+
+    array = np.asarray(values, dtype=np.float64)
+    assert np.array_equal(_distinct(array), np.unique(array))
+
+
+def _np_unique_factorize(values, sort=True):
+    """``pd.factorize`` as ``np.unique`` computes it (the code the hash replaced)."""
+    distinct, codes = np.unique(values, return_inverse=True)
+    return codes.ravel(), distinct
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n_labelers=st.integers(2, 6),
+    n_items=st.integers(2, 80),
+    missing=st.sampled_from([0.0, 0.3, 0.7]),
+    half=st.booleans(),
+    clustered_by=st.sampled_from([None, 2, 5]),
+)
+def test_delta_alpha_with_hashed_patterns_is_the_sorted_computation(
+    seed, n_labelers, n_items, missing, half, clustered_by
+):
+    from metrics.agreement import asymptotic
+
+    data = _panel(seed, n_labelers, n_items, missing, half)
+    clusters = None if clustered_by is None else np.arange(n_items) // clustered_by
+    hashed = agreement.delta_alpha_levels(data, ("ordinal", "interval"), clusters=clusters)
+    with mock.patch.object(asymptotic.pd, "factorize", _np_unique_factorize):
+        sorted_ = agreement.delta_alpha_levels(data, ("ordinal", "interval"), clusters=clusters)
+    for level in ("ordinal", "interval"):
+        a, b = hashed[level], sorted_[level]
+        for field in ("estimate", "low", "high", "se"):
+            x, y = getattr(a, field), getattr(b, field)
+            assert (np.isnan(x) and np.isnan(y)) or x == y, (level, field, x, y)
+        assert a.n_units == b.n_units
