@@ -44,6 +44,14 @@ distances, on the centroid of the cheek polygon's points), clipped by the face o
 move 2-3% of the eye distance with the pixels it is given, and the 5.2.0 polygons (0.12-0.13 eye
 distances squared) turned that into 1.5-2 degrees of ITA on light faces (docs/colorimetry-resolution.md,
 session 35, stated-size sample).
+
+Since colorimetry-5.4.0 the face is located as the fast decode path sees it (:data:`LANDMARK_SCALE`
+``"fast_path"``): an image of more than :data:`colorimetry.decode.DEFAULT_MAX_PIXELS` pixels (a full
+decode) is box-reduced by the fast path's own factor before BlazeFace and Face Mesh run, and the colour is
+still sampled on every decoded pixel. Face Mesh's points depend on the sharpness and scale of its input, so
+a full decode placed the cheeks 2-3% of the eye distance away from where the fast decode of the same file
+placed them; every reading of a photo now feeds the mesh nearly the same pixels (docs/colorimetry-resolution.md,
+session 37). Images at or under the cap are measured exactly as in 5.3.0.
 """
 
 from __future__ import annotations
@@ -134,14 +142,14 @@ NOSE = (168, 6, 197, 195, 5, 4, 1, 19, 94, 2, 98, 97, 326, 327, 294, 278, 344, 4
 CHEEK_RADIUS = 0.30
 #: Vertices of the polygon that stands for a cheek's disc.
 _DISC_VERTICES = 64
-#: Where the landmarks are located (an experimental option, off by default; docs/colorimetry-resolution.md,
-#: session 37). ``"analysed"`` (colorimetry-5.3.0): on the image as decoded, whatever its size.
-#: ``"fast_path"``: an image of more than :data:`colorimetry.decode.DEFAULT_MAX_PIXELS` pixels is first
+#: Where the landmarks are located (docs/colorimetry-resolution.md, session 37). ``"analysed"``
+#: (colorimetry-5.3.0): on the image as decoded, whatever its size. ``"fast_path"`` (colorimetry-5.4.0, the
+#: default): an image of more than :data:`colorimetry.decode.DEFAULT_MAX_PIXELS` pixels is first
 #: box-reduced by the factor the fast decode path would use (:func:`fast_path_factor`), BlazeFace and Face
 #: Mesh run on that copy and the points are mapped back; the colour is still sampled on every pixel of the
-#: decoded image. Set from the environment variable ``COLORIMETRY_LANDMARK_SCALE`` at import (benches and
-#: test runs of the candidate), or by assigning the attribute.
-LANDMARK_SCALE = os.environ.get("COLORIMETRY_LANDMARK_SCALE", "analysed")
+#: decoded image. The environment variable ``COLORIMETRY_LANDMARK_SCALE`` read at import overrides the
+#: default (benches comparing with 5.3.0; ``"analysed"`` with everything else of 5.4.0 is 5.3.0).
+LANDMARK_SCALE = os.environ.get("COLORIMETRY_LANDMARK_SCALE", "fast_path")
 LANDMARK_SCALES = ("analysed", "fast_path")
 if LANDMARK_SCALE not in LANDMARK_SCALES:
     raise ValueError(f"COLORIMETRY_LANDMARK_SCALE must be one of {LANDMARK_SCALES}, got {LANDMARK_SCALE!r}")
