@@ -1,7 +1,7 @@
 """The same photo at 512 px, 2 MP and 12 MP, fast and full decode: how far apart its ITA readings are.
 
 Run: ``python bench/bench_resolution.py [--development-light | --held-out | --held-out-2 | --held-out-3 |
---held-out-4 | --time]``.
+--held-out-4 | --held-out-5 | --time]``.
 
 ``--time``: the time of one ``measure_image`` (default detector) per reading of the development cases
 (median over the 20 cases; 512 px, 2 MP and 12 MP through the fast path, 2 MP and 12 MP fully decoded).
@@ -16,6 +16,9 @@ reframing; Hamming / bicubic / progressive 4:2:2 JPEG stored with EXIF orientati
 committed before any method ran on it). ``--held-out-4``: the fourth (``held_out_4_scenes``: green
 fluorescent light half a stop over, the head turned 12 degrees the other way, a small original, a tall dark
 frame and a zoomed crop; Lanczos / bilinear / quality 95 4:4:4 JPEG; session 36, committed before any method
+ran on it). ``--held-out-5``: the fifth (``held_out_5_scenes``: tungsten-amber light 0.6 stop under, cyan light
+with the head turned 17 degrees, a wide frame with the face small, a corner and a phone-vertical frame;
+bicubic master, box reduction in linear light, quality 80 4:2:2 JPEG; session 37, committed before any method
 ran on it).
 
 Each evaluation portrait (scikit-image's astronaut, Matplotlib's Grace Hopper) recoloured to each Monk
@@ -62,14 +65,16 @@ def readings(portrait, tone: int, detector: str) -> dict[str, float | None]:
 
 
 def held_out(which: int = 1) -> None:
-    """The held-out scenes (``tests/colorimetry/resolution_sets.py``; ``which``: the first, second, third or fourth
+    """The held-out scenes (``tests/colorimetry/resolution_sets.py``; ``which``: the first to fifth
     held-out set), default detector: per reading and overall."""
     from tests.colorimetry import resolution_sets
 
     detector = "landmarks_or_face"
     spreads: list[float | None] = []
     deviations: dict[str, list[float]] = {}
-    if which == 4:
+    if which == 5:
+        scenes, measure = resolution_sets.held_out_5_scenes(), resolution_sets.held_out_5_readings
+    elif which == 4:
         scenes, measure = resolution_sets.held_out_4_scenes(), resolution_sets.held_out_4_readings
     elif which == 3:
         scenes, measure = resolution_sets.held_out_3_scenes(), resolution_sets.held_out_3_readings
@@ -163,6 +168,9 @@ def timing() -> None:
 
 
 def main() -> None:
+    if "--held-out-5" in sys.argv:
+        held_out(5)
+        return
     if "--held-out-4" in sys.argv:
         held_out(4)
         return

@@ -44,6 +44,14 @@ distances, on the centroid of the cheek polygon's points), clipped by the face o
 move 2-3% of the eye distance with the pixels it is given, and the 5.2.0 polygons (0.12-0.13 eye
 distances squared) turned that into 1.5-2 degrees of ITA on light faces (docs/colorimetry-resolution.md,
 session 35, stated-size sample).
+
+Since colorimetry-5.4.0 the face is located as the fast decode path sees it (:data:`LANDMARK_SCALE`
+``"fast_path"``): an image of more than :data:`colorimetry.decode.DEFAULT_MAX_PIXELS` pixels (a full
+decode) is box-reduced by the fast path's own factor before BlazeFace and Face Mesh run, and the colour is
+still sampled on every decoded pixel. Face Mesh's points depend on the sharpness and scale of its input, so
+a full decode placed the cheeks 2-3% of the eye distance away from where the fast decode of the same file
+placed them; every reading of a photo now feeds the mesh nearly the same pixels (docs/colorimetry-resolution.md,
+session 37). Images at or under the cap are measured exactly as in 5.3.0.
 """
 
 from __future__ import annotations
@@ -54,6 +62,7 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import math
+import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,6 +70,7 @@ from typing import TypedDict
 
 import numpy as np
 
+from .decode import DEFAULT_MAX_PIXELS, _reduce_factor
 from .face import FaceSkin, canonical_skin_weights
 
 __all__ = [
@@ -132,6 +142,17 @@ NOSE = (168, 6, 197, 195, 5, 4, 1, 19, 94, 2, 98, 97, 326, 327, 294, 278, 344, 4
 CHEEK_RADIUS = 0.30
 #: Vertices of the polygon that stands for a cheek's disc.
 _DISC_VERTICES = 64
+#: Where the landmarks are located (docs/colorimetry-resolution.md, session 37). ``"analysed"``
+#: (colorimetry-5.3.0): on the image as decoded, whatever its size. ``"fast_path"`` (colorimetry-5.4.0, the
+#: default): an image of more than :data:`colorimetry.decode.DEFAULT_MAX_PIXELS` pixels is first
+#: box-reduced by the factor the fast decode path would use (:func:`fast_path_factor`), BlazeFace and Face
+#: Mesh run on that copy and the points are mapped back; the colour is still sampled on every pixel of the
+#: decoded image. The environment variable ``COLORIMETRY_LANDMARK_SCALE`` read at import overrides the
+#: default (benches comparing with 5.3.0; ``"analysed"`` with everything else of 5.4.0 is 5.3.0).
+LANDMARK_SCALE = os.environ.get("COLORIMETRY_LANDMARK_SCALE", "fast_path")
+LANDMARK_SCALES = ("analysed", "fast_path")
+if LANDMARK_SCALE not in LANDMARK_SCALES:
+    raise ValueError(f"COLORIMETRY_LANDMARK_SCALE must be one of {LANDMARK_SCALES}, got {LANDMARK_SCALE!r}")
 #: Eyes, brows and lips are grown by this fraction of the distance between the eyes' centres before
 #: they are cut from the face oval (eyelashes, the brows' edges, the lips' border).
 FEATURE_MARGIN = 0.08
@@ -443,6 +464,43 @@ def detect_mesh_faces(rgb: np.ndarray) -> list[MeshFace]:
     return faces
 
 
+def fast_path_factor(width: int, height: int, max_pixels: int = DEFAULT_MAX_PIXELS) -> int:
+    """The reduction factor the fast decode path applies to a ``width`` x ``height`` JPEG: 1 at or under
+    ``max_pixels``, else the smallest DCT scale of 2, 4, 8 that brings it under, else 8 times the
+    decoder's integer box-reduction factor of the 1/8 image (:func:`colorimetry.decode.decode_image`)."""
+    if width * height <= max_pixels:
+        return 1
+    for scale in (2, 4, 8):
+        if math.ceil(width / scale) * math.ceil(height / scale) <= max_pixels:
+            return scale
+    return 8 * _reduce_factor((math.ceil(width / 8), math.ceil(height / 8)), max_pixels)
+
+
+def _faces_at_fast_path_scale(rgb: np.ndarray) -> list[MeshFace]:
+    """:func:`detect_mesh_faces` on ``rgb`` box-reduced (on the codes, as libjpeg's DCT scaling averages
+    each block) by :func:`fast_path_factor`, the points mapped back to ``rgb``'s pixels."""
+    from PIL import Image
+
+    height, width = rgb.shape[:2]
+    factor = fast_path_factor(width, height)
+    if factor == 1:
+        return detect_mesh_faces(rgb)
+    small = np.asarray(Image.fromarray(rgb).reduce(factor))
+    faces = []
+    for face in detect_mesh_faces(small):
+        # Pixel centres: a reduced pixel i covers source pixels [i f, (i + 1) f).
+        points = (face.points + 0.5) * factor - 0.5
+        low, high = points.min(axis=0), points.max(axis=0)
+        box = (
+            int(round(low[0])),
+            int(round(low[1])),
+            int(round(high[0] - low[0])),
+            int(round(high[1] - low[1])),
+        )
+        faces.append(MeshFace(points, box, face.detection_score, face.mesh_score, face.detector))
+    return faces
+
+
 # --------------------------------------------------------------------------- skin
 
 
@@ -487,7 +545,7 @@ def landmark_skin_mask(rgb: np.ndarray, opaque: np.ndarray | None = None) -> Fac
     """
     height, width = rgb.shape[:2]
     mask = np.zeros((height, width), dtype=bool)
-    faces = detect_mesh_faces(rgb)
+    faces = _faces_at_fast_path_scale(rgb) if LANDMARK_SCALE == "fast_path" else detect_mesh_faces(rgb)
     if not faces:
         return FaceSkin(mask, None, 0, 0, "")
     face = faces[0]

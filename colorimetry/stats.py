@@ -215,7 +215,7 @@ def _rules(rgb: np.ndarray, opaque: np.ndarray | None) -> np.ndarray:
 
 #: Stored with every result so a measurement can be traced to the code that
 #: produced it. Bump on any change that can move a number.
-ALGORITHM_VERSION = "colorimetry-5.3.0"
+ALGORITHM_VERSION = "colorimetry-5.4.0"
 
 
 def skin_tone_stats(

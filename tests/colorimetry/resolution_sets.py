@@ -97,9 +97,13 @@ def export(
     return files
 
 
-def _sized(rgb: np.ndarray, master: Image.Resampling, down: Image.Resampling) -> Iterator[tuple[str, int, Image.Image]]:
+def _sized(
+    rgb: np.ndarray, master: Image.Resampling, down: Image.Resampling, *, linear_down: bool = False
+) -> Iterator[tuple[str, int, Image.Image]]:
     """``(name, long side, image)`` at each of :data:`SIDES`: the photo enlarged to the 12 MP master with
-    ``master``, the smaller sizes reduced from it with ``down`` (every held-out set's export)."""
+    ``master``, the smaller sizes reduced from it with ``down`` (every held-out set's export); with
+    ``linear_down`` the reduction averages linear light (each channel decoded from sRGB to floats, reduced,
+    encoded again: a gamma-correct reduction) instead of the 8-bit codes."""
     base = Image.fromarray(rgb)
     scale = SIDES["12 MP"] / max(base.size)
     big = base.resize((round(base.width * scale), round(base.height * scale)), master)
@@ -108,7 +112,17 @@ def _sized(rgb: np.ndarray, master: Image.Resampling, down: Image.Resampling) ->
             yield name, side, big
         else:
             size = (round(big.width * side / max(big.size)), round(big.height * side / max(big.size)))
-            yield name, side, big.resize(size, down)
+            yield name, side, _reduced_linear(big, size, down) if linear_down else big.resize(size, down)
+
+
+def _reduced_linear(image: Image.Image, size: tuple[int, int], down: Image.Resampling) -> Image.Image:
+    """``image`` reduced to ``size`` with ``down`` in linear light (per channel, 32-bit float)."""
+    linear = first._LINEAR_F64[np.asarray(image)].astype(np.float32)
+    channels = [
+        np.asarray(Image.fromarray(np.ascontiguousarray(linear[..., c])).resize(size, down), dtype=np.float64)
+        for c in range(3)
+    ]
+    return Image.fromarray(first._to_uint8(np.stack(channels, axis=-1)))
 
 
 def readings(files: dict[str, Path], measure: Callable[..., dict], **options: object) -> dict[str, float | None]:
@@ -376,3 +390,111 @@ def held_out_4_readings(scene: Scene, measure: Callable[..., dict], **options: o
     """:func:`readings` of one scene of the fourth held-out set with its export (:func:`export_4`)."""
     with tempfile.TemporaryDirectory() as tmp:
         return readings(export_4(scene.rgb, Path(tmp)), measure, **options)
+
+
+# --------------------------------------------------------------------------- a fifth held-out set
+
+#: Export of the fifth held-out set (session 37; written down and committed before any method ran on it):
+#: the 12 MP master enlarged bicubically, the 2 MP and 512 px files reduced with a box (area) filter *in
+#: linear light* (a gamma-correct reduction), every file a baseline JPEG at quality 80 with 4:2:2 chroma and
+#: optimised Huffman tables, stored upright. No earlier set reduced in linear light or stored at a quality
+#: under 85 (development: Lanczos / Lanczos / 92, 4:2:0; first held-out: bicubic / box on the codes / 85,
+#: 4:2:0; second: bilinear / Hamming / 90; third: Hamming / bicubic / 88, 4:2:2, progressive, EXIF-rotated;
+#: fourth: Lanczos / bilinear / 95, 4:4:4).
+HELD_OUT_5_EXPORT = {"master": Image.Resampling.BICUBIC, "down": Image.Resampling.BOX, "quality": 80}
+HELD_OUT_5_SUBSAMPLING = 1  # Pillow: 1 = 4:2:2
+#: Tungsten / warm-amber light (warmer than the first and second sets' mild warm casts, 1.12 and 1.08 red).
+AMBER = (1.2, 1.0, 0.74)
+#: Cyan-tinted light (shade under a blue-green canopy; along no earlier set's axis: warm-cool, magenta,
+#: green).
+CYAN = (0.88, 1.03, 1.1)
+#: The head turned 17 degrees counter-clockwise in the image plane (earlier sets: +8 and -12).
+ROLL_5 = 17.0
+#: Reframings no earlier set has: the face near the top-left corner of a frame whose other three sides are
+#: a wall, and a phone-vertical 9:16 frame with the portrait in its middle on a light wall.
+FRAMES_5 = ("face_in_top_left_corner", "phone_vertical")
+
+
+def _wide_small(rgb: np.ndarray) -> np.ndarray:
+    """The portrait on a wide 16:9 mid-grey-blue wall 2.3 times its width, right of centre: the face a
+    small part of the frame (the third set's ``small_in_frame`` wall was 1.7 times the portrait)."""
+    h, w = rgb.shape[:2]
+    width = round(w * 2.3)
+    height = max(h, round(width * 9 / 16))
+    wall = np.empty((height, width, 3), dtype=np.uint8)
+    wall[:] = (104, 116, 128)
+    y0, x0 = (height - h) // 2, round(0.52 * width)
+    x0 = min(x0, width - w)
+    wall[y0 : y0 + h, x0 : x0 + w] = rgb
+    return wall
+
+
+def _framed_5(rgb: np.ndarray, frame: str) -> np.ndarray:
+    h, w = rgb.shape[:2]
+    if frame == "face_in_top_left_corner":
+        wall = np.empty((round(h * 1.45), round(w * 1.45), 3), dtype=np.uint8)
+        wall[:] = (150, 140, 120)  # a beige wall right and below
+        part = rgb[round(0.06 * h) :, round(0.1 * w) :]
+        wall[: part.shape[0], : part.shape[1]] = part
+        return wall
+    height = round(w * 16 / 9)
+    wall = np.empty((height, w, 3), dtype=np.uint8)
+    wall[:] = (214, 212, 206)  # a light wall above and below
+    y0 = (height - h) // 2
+    wall[y0 : y0 + h] = rgb
+    return wall
+
+
+def held_out_5_scenes() -> Iterator[Scene]:
+    """The 72 scenes of the fifth held-out set (session 37, written down before any method ran on it; the
+    first four had all been seen). Both portraits x ten tones x three scene kinds (60), plus 12 reframed
+    scenes at tones 2, 6 and 9 (noise seeds fixed per scene):
+
+    * ``camera_amber_minus_0.6_stop``: the second recolouring model under tungsten / warm-amber light
+      (:data:`AMBER`), 0.6 stop under, sensor noise;
+    * ``first_cyan_rolled_17_deg_plus_0.3_stop``: the first model under cyan-tinted light (:data:`CYAN`),
+      0.3 stop over, the head turned 17 degrees counter-clockwise, sensor noise;
+    * ``camera_wide_small_face``: the second model on a wide 16:9 wall 2.3 times the portrait's width (the
+      face small in the frame), sensor noise;
+    * reframed (:data:`FRAMES_5`): the first model, 0.15 stop over, in a corner of the frame or in a
+      phone-vertical frame, sensor noise.
+    """
+    for portrait in (first.astronaut(), first.grace_hopper()):
+        for tone in range(1, 11):
+            rgb = camera_model.recoloured_camera(portrait, tone)
+            rgb = first.chain(first.white_balance(AMBER), first.exposure(-0.6))(rgb, portrait.truth, tone)[0]
+            yield Scene(
+                f"{portrait.name} camera_amber_minus_0.6_stop MST {tone}", camera_model.camera(rgb, 1200 + tone)
+            )
+        for tone in range(1, 11):
+            rgb = first.recoloured(portrait, tone)
+            rgb = first.chain(first.white_balance(CYAN), first.exposure(0.3))(rgb, portrait.truth, tone)[0]
+            yield Scene(
+                f"{portrait.name} first_cyan_rolled_17_deg_plus_0.3_stop MST {tone}",
+                camera_model.camera(_rotated(rgb, ROLL_5), 1300 + tone),
+            )
+        for tone in range(1, 11):
+            rgb = _wide_small(camera_model.recoloured_camera(portrait, tone))
+            yield Scene(f"{portrait.name} camera_wide_small_face MST {tone}", camera_model.camera(rgb, 1400 + tone))
+        for frame in FRAMES_5:
+            for tone in (2, 6, 9):
+                rgb = first.exposure(0.15)(first.recoloured(portrait, tone), portrait.truth, tone)[0]
+                yield Scene(
+                    f"{portrait.name} {frame} MST {tone}", camera_model.camera(_framed_5(rgb, frame), 1500 + tone)
+                )
+
+
+def export_5(rgb: np.ndarray, directory: Path) -> dict[str, Path]:
+    """The fifth held-out set's export (:data:`HELD_OUT_5_EXPORT`: linear-light box reduction, quality 80,
+    4:2:2 chroma, optimised Huffman tables)."""
+    files = {}
+    for name, side, image in _sized(rgb, HELD_OUT_5_EXPORT["master"], HELD_OUT_5_EXPORT["down"], linear_down=True):
+        files[name] = directory / f"{side}.jpg"
+        image.save(files[name], quality=HELD_OUT_5_EXPORT["quality"], subsampling=HELD_OUT_5_SUBSAMPLING, optimize=True)
+    return files
+
+
+def held_out_5_readings(scene: Scene, measure: Callable[..., dict], **options: object) -> dict[str, float | None]:
+    """:func:`readings` of one scene of the fifth held-out set with its export (:func:`export_5`)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        return readings(export_5(scene.rgb, Path(tmp)), measure, **options)

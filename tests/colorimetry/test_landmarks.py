@@ -141,3 +141,29 @@ def test_the_cheeks_are_discs_of_the_stated_size_cut_by_the_features() -> None:
     cheeks = skin.sampled_pixels - forehead_only
     # The cut takes a sliver where a feature or the face's edge comes within the margin, not the sample.
     assert 0.75 * discs <= cheeks <= 1.02 * discs
+
+
+def test_the_fast_path_scale_option_locates_the_face_as_the_fast_decode_would(monkeypatch) -> None:
+    """colorimetry-5.4.0 (``LANDMARK_SCALE = "fast_path"``): an image over the fast path's pixel cap is
+    box-reduced by the fast path's factor before the models run, the points are mapped back; an image under
+    the cap is measured exactly as by 5.3.0 (``"analysed"``)."""
+    from PIL import Image
+
+    assert landmarks.fast_path_factor(512, 512) == 1
+    assert landmarks.fast_path_factor(1414, 1414) == 2  # 707 x 707 under 500,000
+    assert landmarks.fast_path_factor(3464, 3464) == 8
+    assert landmarks.fast_path_factor(4000, 3000) == 8
+    assert landmarks.fast_path_factor(12000, 9000) == 16  # the 1/8 image reduced by 2 more
+    rgb = evaluation.recoloured(evaluation.astronaut(), 4)
+    monkeypatch.setattr(landmarks, "LANDMARK_SCALE", "analysed")
+    default = landmarks.landmark_skin_mask(rgb)
+    monkeypatch.setattr(landmarks, "LANDMARK_SCALE", "fast_path")
+    same = landmarks.landmark_skin_mask(rgb)
+    assert same.face_box == default.face_box and np.array_equal(same.weights, default.weights)
+    big = np.asarray(Image.fromarray(rgb).resize((2048, 2048), Image.Resampling.LANCZOS))
+    (small_face,) = landmarks.detect_mesh_faces(np.asarray(Image.fromarray(big).reduce(4)))[:1]
+    (face,) = landmarks._faces_at_fast_path_scale(big)[:1]
+    assert np.allclose(face.points, (small_face.points + 0.5) * 4 - 0.5)
+    # On the face where the face is: within a few pixels of the points found on the large image itself.
+    (direct,) = landmarks.detect_mesh_faces(big)[:1]
+    assert np.median(np.hypot(*(face.points - direct.points).T)) < 0.03 * face.box[2]
