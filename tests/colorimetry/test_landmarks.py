@@ -167,3 +167,18 @@ def test_the_fast_path_scale_option_locates_the_face_as_the_fast_decode_would(mo
     # On the face where the face is: within a few pixels of the points found on the large image itself.
     (direct,) = landmarks.detect_mesh_faces(big)[:1]
     assert np.median(np.hypot(*(face.points - direct.points).T)) < 0.03 * face.box[2]
+
+
+@pytest.mark.slow  # starts a Python process (pytest.ini): CI runs it, bin/test --fast skips it
+@pytest.mark.parametrize(("scale", "version"), [("analysed", "colorimetry-5.3.0"), ("fast_path", "colorimetry-5.4.0")])
+def test_the_stamped_version_follows_the_landmark_scale(scale: str, version: str) -> None:
+    """A result carries the version of the method that measured it, also when the environment chose the
+    method before (the benches' ``COLORIMETRY_LANDMARK_SCALE=analysed``)."""
+    import os
+    import subprocess
+    import sys
+
+    code = "import colorimetry.stats as s, colorimetry.landmarks as l; print(l.LANDMARK_SCALE, s.ALGORITHM_VERSION)"
+    env = {**os.environ, "COLORIMETRY_LANDMARK_SCALE": scale}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == [scale, version]
