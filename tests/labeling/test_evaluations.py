@@ -263,10 +263,11 @@ def test_bad_options_files_and_releases_are_refused(synthetic, lead, client_for)
 
 
 def test_figures_false_leaves_the_figures_out_and_the_report_the_same(
-    synthetic, lead, client_for, django_capture_on_commit_callbacks
+    synthetic, lead, client, client_for, django_capture_on_commit_callbacks
 ):
     project, table = synthetic["project"], synthetic["images"]
     api = client_for(lead)
+    client.force_login(lead)
     reports = {}
     for figures in (True, "false"):  # a JSON boolean, or a form field's text
         created = post(
@@ -277,6 +278,9 @@ def test_figures_false_leaves_the_figures_out_and_the_report_the_same(
         detail = api.get(f"/api/projects/{project.pk}/evaluations/{created.json()['id']}/").json()
         assert detail["status"] == "done", detail
         reports[figures] = json.loads(b"".join(api.get(detail["report_url"]).streaming_content))
+        page = client.get(f"/projects/{project.pk}/evaluations/{created.json()['id']}/").content.decode()
+        assert ("Figures were not drawn" in page) is (figures is not True)
+        assert ('<h2 style="margin-top:0">Figures</h2>' in page) is (figures is True)
     drawn, left_out = reports[True], reports["false"]
     assert drawn["figures"] and left_out["figures"] == []
     for key in ("gender", "skin_tone", "intersectional", "composition", "label_uncertainty"):
