@@ -451,17 +451,21 @@ def detect_mesh_faces(rgb: np.ndarray) -> list[MeshFace]:
                 mesh_score, points = again_score, again
             elif mesh_score <= MIN_MESH_SCORE:
                 continue
-            low, high = points.min(axis=0), points.max(axis=0)
-            box_px = (
-                int(round(low[0])),
-                int(round(low[1])),
-                int(round(high[0] - low[0])),
-                int(round(high[1] - low[1])),
-            )
-            faces.append(MeshFace(points, box_px, score, mesh_score, detector))
+            faces.append(MeshFace(points, _box_of(points), score, mesh_score, detector))
         if faces:
             break
     return faces
+
+
+def _box_of(points: np.ndarray) -> tuple[int, int, int, int]:
+    """The (x, y, width, height) pixel box around the points."""
+    low, high = points.min(axis=0), points.max(axis=0)
+    return (
+        int(round(low[0])),
+        int(round(low[1])),
+        int(round(high[0] - low[0])),
+        int(round(high[1] - low[1])),
+    )
 
 
 def fast_path_factor(width: int, height: int, max_pixels: int = DEFAULT_MAX_PIXELS) -> int:
@@ -490,14 +494,7 @@ def _faces_at_fast_path_scale(rgb: np.ndarray) -> list[MeshFace]:
     for face in detect_mesh_faces(small):
         # Pixel centres: a reduced pixel i covers source pixels [i f, (i + 1) f).
         points = (face.points + 0.5) * factor - 0.5
-        low, high = points.min(axis=0), points.max(axis=0)
-        box = (
-            int(round(low[0])),
-            int(round(low[1])),
-            int(round(high[0] - low[0])),
-            int(round(high[1] - low[1])),
-        )
-        faces.append(MeshFace(points, box, face.detection_score, face.mesh_score, face.detector))
+        faces.append(MeshFace(points, _box_of(points), face.detection_score, face.mesh_score, face.detector))
     return faces
 
 
