@@ -15,7 +15,15 @@ from PIL import Image, ImageOps
 
 from .errors import ImageDecodeError, MaskSizeError
 
-__all__ = ["DEFAULT_MAX_PIXELS", "DecodedImage", "decode_image", "region_check", "region_crop"]
+__all__ = [
+    "DEFAULT_MAX_PIXELS",
+    "DecodedImage",
+    "decode_image",
+    "fast_path_factor",
+    "jpeg_draft_scale",
+    "region_check",
+    "region_crop",
+]
 
 #: Analysed-pixel cap for :func:`measure_image`. A 12 MP (4000 x 3000) JPEG
 #: is then decoded at 1/8 scale (500 x 375). On the benchmark photo
@@ -220,10 +228,7 @@ def decode_image(
         draft_scale = 1
         if image.format == "JPEG":
             raw_width, raw_height = image.size
-            for draft_scale in (1, 2, 4, 8):
-                scaled = math.ceil(raw_width / draft_scale) * math.ceil(raw_height / draft_scale) * share
-                if scaled <= max_pixels:
-                    break
+            draft_scale = jpeg_draft_scale(raw_width, raw_height, max_pixels, share)
             if draft_scale > 1:
                 # draft() picks the largest s in (8, 4, 2, 1) with
                 # size // s >= the requested size, so request size // scale.
@@ -285,6 +290,30 @@ def _oriented_size(size: tuple[int, int], orientation: int) -> tuple[int, int]:
     if orientation in _TRANSPOSING_ORIENTATIONS:
         return size[1], size[0]
     return size
+
+
+def jpeg_draft_scale(width: int, height: int, max_pixels: int, share: float = 1.0) -> int:
+    """The DCT scale (1, 2, 4 or 8) the fast path decodes a ``width`` x ``height`` JPEG at: the smallest
+    that leaves at most ``max_pixels`` (of the ``share`` of the image analysed), else 8.
+
+    >>> jpeg_draft_scale(4000, 3000, 500_000), jpeg_draft_scale(700, 700, 500_000)
+    (8, 1)
+    """
+    for scale in (1, 2, 4):
+        if math.ceil(width / scale) * math.ceil(height / scale) * share <= max_pixels:
+            return scale
+    return 8
+
+
+def fast_path_factor(width: int, height: int, max_pixels: int = DEFAULT_MAX_PIXELS) -> int:
+    """The whole reduction the fast path applies to a ``width`` x ``height`` JPEG: its DCT scale
+    (:func:`jpeg_draft_scale`) times the integer box reduction of the scaled image (:func:`decode_image`).
+
+    >>> fast_path_factor(512, 512), fast_path_factor(1414, 1414), fast_path_factor(12000, 9000)
+    (1, 2, 16)
+    """
+    scale = jpeg_draft_scale(width, height, max_pixels)
+    return scale * _reduce_factor((math.ceil(width / scale), math.ceil(height / scale)), max_pixels)
 
 
 def _reduce_factor(size: tuple[int, int], max_pixels: int) -> int:

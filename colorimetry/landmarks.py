@@ -70,7 +70,7 @@ from typing import TypedDict
 
 import numpy as np
 
-from .decode import DEFAULT_MAX_PIXELS, _reduce_factor
+from .decode import fast_path_factor
 from .face import FaceSkin, canonical_skin_weights
 
 __all__ = [
@@ -466,18 +466,6 @@ def _box_of(points: np.ndarray) -> tuple[int, int, int, int]:
         int(round(high[0] - low[0])),
         int(round(high[1] - low[1])),
     )
-
-
-def fast_path_factor(width: int, height: int, max_pixels: int = DEFAULT_MAX_PIXELS) -> int:
-    """The reduction factor the fast decode path applies to a ``width`` x ``height`` JPEG: 1 at or under
-    ``max_pixels``, else the smallest DCT scale of 2, 4, 8 that brings it under, else 8 times the
-    decoder's integer box-reduction factor of the 1/8 image (:func:`colorimetry.decode.decode_image`)."""
-    if width * height <= max_pixels:
-        return 1
-    for scale in (2, 4, 8):
-        if math.ceil(width / scale) * math.ceil(height / scale) <= max_pixels:
-            return scale
-    return 8 * _reduce_factor((math.ceil(width / 8), math.ceil(height / 8)), max_pixels)
 
 
 def _faces_at_fast_path_scale(rgb: np.ndarray) -> list[MeshFace]:

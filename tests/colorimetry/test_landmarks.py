@@ -182,3 +182,19 @@ def test_the_stamped_version_follows_the_landmark_scale(scale: str, version: str
     env = {**os.environ, "COLORIMETRY_LANDMARK_SCALE": scale}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split() == [scale, version]
+
+
+@pytest.mark.parametrize("size", [(512, 384), (1414, 1414), (2000, 1500), (6000, 4000), (8000, 4500)])
+def test_the_fast_path_factor_is_what_the_decoder_does(size, tmp_path) -> None:
+    """The landmarks' reduction factor (colorimetry-5.4.0) is the decoder's own (one rule: both call
+    ``jpeg_draft_scale`` and the box reduction): a JPEG of each size decodes to its size over the factor."""
+    from PIL import Image
+
+    from colorimetry.decode import decode_image
+
+    path = tmp_path / "flat.jpg"
+    Image.new("RGB", size, (180, 140, 110)).save(path, quality=50)
+    decoded = decode_image(path)
+    factor = landmarks.fast_path_factor(*size)
+    assert decoded.rgb.shape[1] == -(-size[0] // factor) or decoded.rgb.shape[1] == size[0] // factor
+    assert decoded.decode["draft_scale"] * decoded.decode["reduce_factor"] == factor
