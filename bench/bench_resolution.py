@@ -72,16 +72,10 @@ def held_out(which: int = 1) -> None:
     detector = "landmarks_or_face"
     spreads: list[float | None] = []
     deviations: dict[str, list[float]] = {}
-    if which == 5:
-        scenes, measure = resolution_sets.held_out_5_scenes(), resolution_sets.held_out_5_readings
-    elif which == 4:
-        scenes, measure = resolution_sets.held_out_4_scenes(), resolution_sets.held_out_4_readings
-    elif which == 3:
-        scenes, measure = resolution_sets.held_out_3_scenes(), resolution_sets.held_out_3_readings
-    elif which == 2:
-        scenes, measure = resolution_sets.held_out_2_scenes(), resolution_sets.held_out_2_readings
-    else:
-        scenes, measure = resolution_sets.held_out_scenes(), resolution_sets.held_out_readings
+    # The first set's functions have no number in their names (held_out_scenes, held_out_readings).
+    prefix = "held_out" if which == 1 else f"held_out_{which}"
+    scenes = getattr(resolution_sets, f"{prefix}_scenes")()
+    measure = getattr(resolution_sets, f"{prefix}_readings")
     for scene in scenes:
         values = measure(scene, measure_image, skin_detector=detector)
         found = [v for v in values.values() if v is not None]
@@ -168,18 +162,10 @@ def timing() -> None:
 
 
 def main() -> None:
-    if "--held-out-5" in sys.argv:
-        held_out(5)
-        return
-    if "--held-out-4" in sys.argv:
-        held_out(4)
-        return
-    if "--held-out-3" in sys.argv:
-        held_out(3)
-        return
-    if "--held-out-2" in sys.argv:
-        held_out(2)
-        return
+    for which in (5, 4, 3, 2):
+        if f"--held-out-{which}" in sys.argv:
+            held_out(which)
+            return
     if "--development-light" in sys.argv:
         development_light()
         return
