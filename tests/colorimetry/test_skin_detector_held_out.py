@@ -45,7 +45,7 @@ import pytest
 from colorimetry import skin_tone_stats
 
 from . import skin_evaluation_set as evaluation
-from .test_skin_detector import MAX_ITA_ERROR, figures_of, stored_row
+from .test_skin_detector import EVERY_TONE, MAX_ITA_ERROR, figures_of, stored_row
 
 #: Each held-out set: (Grace Hopper's conditions, the astronaut's conditions).
 SETS = {
@@ -69,7 +69,7 @@ def held_out_results(set_name: str, tone: int) -> list[tuple[str, float, dict]]:
     return [(case.name, case.truth_ita, skin_tone_stats(case.rgb)) for case in cases]
 
 
-@pytest.mark.parametrize("tone", range(1, 11))
+@pytest.mark.parametrize("tone", EVERY_TONE)
 @pytest.mark.parametrize("set_name", list(SETS))
 def test_held_out_cases_of_every_tone(set_name: str, tone: int) -> None:
     results = held_out_results(set_name, tone)

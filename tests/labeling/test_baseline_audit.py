@@ -6,6 +6,7 @@ labels submitted by labelers, masks rasterised from polygons and measured.
 
 from __future__ import annotations
 
+import copy
 import io
 
 import numpy as np
@@ -50,11 +51,12 @@ def _portrait(tone: int, variant: int) -> bytes:
     return buffer.getvalue()
 
 
-@pytest.fixture
-def audited(project, labelers, django_capture_on_commit_callbacks):
+def _audited_world(project, labelers):
     """Light-labelled portraits (faces found) and deep-labelled images without a face: a planted gap."""
+    from django.test import TestCase
+
     images = {}
-    with django_capture_on_commit_callbacks(execute=True):
+    with TestCase.captureOnCommitCallbacks(execute=True):
         for i in range(6):
             images[f"light{i}"] = (
                 image_create_from_bytes(project=project, filename=f"light{i}.png", data=_portrait(1 + i % 2, i)),
@@ -68,6 +70,48 @@ def audited(project, labelers, django_capture_on_commit_callbacks):
         for labeler in labelers:
             submit(phase, labeler, image.id, tones=(tone,))
     return project, images
+
+
+@pytest.fixture(scope="module")
+def _module_audited(django_db_setup, django_db_blocker, tmp_path_factory):
+    """:func:`_audited_world` once for this module (twelve images through the landmark detector are most of
+    its tests' time), inside a transaction rolled back after the module's last test; each test runs in a
+    savepoint inside it (the ``db`` fixture), so it sees the world as built whatever an earlier test wrote
+    (the pattern of ``test_authorization_matrix``). Its files live in the module's own media folder."""
+    from django.db import transaction
+    from django.test import override_settings
+
+    from tests.factories import ProjectFactory, make_labelers, make_lead
+    from tests.labeling.helpers import run_tasks_here
+
+    media = tmp_path_factory.mktemp("audit") / "media"
+    with (
+        pytest.MonkeyPatch.context() as monkeypatch,
+        django_db_blocker.unblock(),
+        override_settings(MEDIA_ROOT=str(media)),
+        transaction.atomic(),
+    ):
+        run_tasks_here(monkeypatch)
+        # Names of their own: a test of this module outside the world (the ``lead`` fixture) may run beside it.
+        lead = make_lead("audit-lead")
+        project = ProjectFactory(created_by=lead)
+        yield media, _audited_world(project, make_labelers(project, prefix="audit-"))
+        transaction.set_rollback(True)
+
+
+@pytest.fixture
+def audited(_module_audited, db, settings):
+    """The module's world for one test: its rows as built (the test's savepoint is rolled back after it) and
+    its media folder (a test's mask file stays there, unreferenced once its rows are rolled back)."""
+    media, (project, images) = _module_audited
+    settings.MEDIA_ROOT = str(media)
+    return copy.deepcopy((project, images))
+
+
+@pytest.fixture
+def world_labelers(audited):
+    project, _images = audited
+    return list(Membership.objects.filter(project=project, role=Membership.Role.LABELER).order_by("pseudonym"))
 
 
 def current_automatic(project, image) -> dict:
@@ -110,13 +154,13 @@ def test_no_warning_without_a_gap_and_none_without_images(project, labelers, dja
     assert "no image of the light band" in empty["gap"]["reason"]
 
 
-def test_who_sees_the_audit(audited, labelers):
+def test_who_sees_the_audit(audited, world_labelers):
     project, _images = audited
     reviewer = UserFactory(username="reviewer")
     MembershipFactory(project=project, user=reviewer, role=Membership.Role.REVIEWER, pseudonym="R1")
     url = f"/api/projects/{project.pk}/baselines/audit/"
     assert _api(reviewer).get(url).status_code == 200
-    assert _api(labelers[0].user).get(url).status_code == 404  # labelers never learn it exists
+    assert _api(world_labelers[0].user).get(url).status_code == 404  # labelers never learn it exists
     assert _api(UserFactory(username="stranger")).get(url).status_code == 404
     assert APIClient().get(url).status_code in (401, 403)
     # A reviewer reads, but draws no sample.
@@ -124,7 +168,7 @@ def test_who_sees_the_audit(audited, labelers):
         _api(reviewer).post(f"/api/projects/{project.pk}/baselines/mask-sample/", {}, format="json").status_code == 404
     )
     page = Client()
-    page.force_login(labelers[0].user)
+    page.force_login(world_labelers[0].user)
     assert page.get(f"/projects/{project.pk}/baselines/audit/").status_code == 404
 
 
