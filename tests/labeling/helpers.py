@@ -105,3 +105,45 @@ def run_tasks_here(monkeypatch) -> None:
 
     for key in ("task_always_eager", "CELERY_TASK_ALWAYS_EAGER"):
         monkeypatch.setitem(app.conf.changes, key, True)
+
+
+def shared_world(name: str, build):
+    """Two fixtures for a world built once per module instead of once per test: ``_shared_world`` (module
+    scope) and ``<name>`` (the one tests ask for). Bind both at module level, one world per module:
+    ``_shared_world, noisy_study = shared_world("noisy_study", build)``.
+
+    ``build()`` runs once, the first time a test of the module asks for ``<name>``, inside a transaction
+    rolled back after the module's last test, with tasks run in this process (``run_tasks_here``: a worker
+    would not see rows that are never committed) and the module's own media folder; each test runs in a
+    savepoint inside it (the ``db`` fixture), so it sees the world as built whatever an earlier test wrote,
+    and gets a deep copy of what ``build()`` returned (a test that changes an object changes its copy only).
+    A test outside the world that runs after it runs inside that transaction too: the world's usernames must
+    differ from the ``lead`` fixture's and the other usernames of the module.
+    The pattern of ``test_authorization_matrix`` and ``test_archived_read_only``, in one place."""
+    import copy
+
+    import pytest
+
+    @pytest.fixture(scope="module", name="_shared_world")
+    def built(django_db_setup, django_db_blocker, tmp_path_factory):
+        from django.db import transaction
+        from django.test import override_settings
+
+        media = tmp_path_factory.mktemp(name) / "media"
+        with (
+            pytest.MonkeyPatch.context() as monkeypatch,
+            django_db_blocker.unblock(),
+            override_settings(MEDIA_ROOT=str(media)),
+            transaction.atomic(),
+        ):
+            run_tasks_here(monkeypatch)
+            yield media, build()
+            transaction.set_rollback(True)
+
+    @pytest.fixture(name=name)
+    def world(_shared_world, db, settings):
+        media, value = _shared_world
+        settings.MEDIA_ROOT = str(media)
+        return copy.deepcopy(value)
+
+    return built, world

@@ -6,7 +6,6 @@ labels submitted by labelers, masks rasterised from polygons and measured.
 
 from __future__ import annotations
 
-import copy
 import io
 
 import numpy as np
@@ -19,7 +18,7 @@ from labeling.models import Image, MaskSample, MaskSampleItem, Membership
 from labeling.services import baselines as svc
 from labeling.services.images import image_create_from_bytes
 from tests.factories import MembershipFactory, UserFactory, make_image
-from tests.labeling.helpers import open_calibration_1, submit
+from tests.labeling.helpers import open_calibration_1, shared_world, submit
 
 #: A small portrait is enough for the landmark model (its detector works on 128 px) and keeps this fast.
 SIDE = 192
@@ -72,40 +71,16 @@ def _audited_world(project, labelers):
     return project, images
 
 
-@pytest.fixture(scope="module")
-def _module_audited(django_db_setup, django_db_blocker, tmp_path_factory):
-    """:func:`_audited_world` once for this module (twelve images through the landmark detector are most of
-    its tests' time), inside a transaction rolled back after the module's last test; each test runs in a
-    savepoint inside it (the ``db`` fixture), so it sees the world as built whatever an earlier test wrote
-    (the pattern of ``test_authorization_matrix``). Its files live in the module's own media folder."""
-    from django.db import transaction
-    from django.test import override_settings
-
+def _build_audited():
     from tests.factories import ProjectFactory, make_labelers, make_lead
-    from tests.labeling.helpers import run_tasks_here
 
-    media = tmp_path_factory.mktemp("audit") / "media"
-    with (
-        pytest.MonkeyPatch.context() as monkeypatch,
-        django_db_blocker.unblock(),
-        override_settings(MEDIA_ROOT=str(media)),
-        transaction.atomic(),
-    ):
-        run_tasks_here(monkeypatch)
-        # Names of their own: a test of this module outside the world (the ``lead`` fixture) may run beside it.
-        lead = make_lead("audit-lead")
-        project = ProjectFactory(created_by=lead)
-        yield media, _audited_world(project, make_labelers(project, prefix="audit-"))
-        transaction.set_rollback(True)
+    # Names of their own: a test of this module outside the world (the ``lead`` fixture) may run beside it.
+    project = ProjectFactory(created_by=make_lead("audit-lead"))
+    return _audited_world(project, make_labelers(project, prefix="audit-"))
 
 
-@pytest.fixture
-def audited(_module_audited, db, settings):
-    """The module's world for one test: its rows as built (the test's savepoint is rolled back after it) and
-    its media folder (a test's mask file stays there, unreferenced once its rows are rolled back)."""
-    media, (project, images) = _module_audited
-    settings.MEDIA_ROOT = str(media)
-    return copy.deepcopy((project, images))
+# Built once for the module (twelve images through the landmark detector were most of its tests' time).
+_shared_world, audited = shared_world("audited", _build_audited)
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ from labeling.models import Membership
 from labeling.services.baselines import comparison
 from labeling.services.consensus.loading import phase_labels_load
 from labeling.services.releases import card_bands
-from tests.labeling.test_release_memory import noisy_study  # noqa: F401  (fixture)
-from tests.labeling.test_releases import eager, media, phases_of, team  # noqa: F401  (fixtures)
+from tests.labeling.test_release_memory import _shared_world, noisy_study  # noqa: F401  (fixtures)
+from tests.labeling.test_releases import eager, media  # noqa: F401  (fixtures)
 
 
 def _phases(project):

@@ -17,8 +17,8 @@ from labeling.services.releases.bundle import TableWriter, file_info
 from labeling.services.releases.memory import build_memory
 from labeling.services.releases.tables import LABELERS_SCHEMA, PROFILE_COLUMNS, LabelerTally
 from metrics import agreement
-from tests.labeling.helpers import add_images
-from tests.labeling.test_releases import eager, media, phases_of, put, team  # noqa: F401  (fixtures)
+from tests.labeling.helpers import add_images, shared_world
+from tests.labeling.test_releases import SECRET_NAMES, eager, media, phases_of, put  # noqa: F401  (fixtures)
 
 
 class ReferenceTally:
@@ -101,9 +101,15 @@ class ReferenceTally:
         return pa.table(rows, schema=LABELERS_SCHEMA)
 
 
-@pytest.fixture
-def noisy_study(project, team, media):  # noqa: F811  (fixtures imported above)
+def _build_noisy_study():
     """Sixty images labelled by four labelers with noise, gaps, skips, pairs and calibration repeats."""
+    from tests.factories import MembershipFactory, ProjectFactory, UserFactory, make_lead
+
+    project = ProjectFactory(created_by=make_lead("noisy-lead"))
+    team = [  # as ``test_releases.team``, under names of their own (the ``team`` fixture may run beside it)
+        MembershipFactory(project=project, user=UserFactory(username=f"noisy-{name}"), pseudonym=f"L{i}")
+        for i, name in enumerate(SECRET_NAMES, start=1)
+    ]
     rng = np.random.default_rng(7)
     images = add_images(project, 60, subjects=12)
     p = phases_of(project)
@@ -126,6 +132,11 @@ def noisy_study(project, team, media):  # noqa: F811  (fixtures imported above)
     for image in images[30:34]:
         put(p["post_calibration"], image, team[0], [4])
     return {"project": project, "team": team, "images": images}
+
+
+# Built once per module (sixty images and their labels were most of these tests' time); the card's lean reads
+# (test_release_card_memory) import the pair.
+_shared_world, noisy_study = shared_world("noisy_study", _build_noisy_study)
 
 
 def _tallies(project, *, chunk_images: int):
@@ -169,13 +180,13 @@ def test_a_value_that_is_not_a_float32_keeps_its_64_bits(noisy_study, tmp_path, 
     assert _written(tmp_path, "new", new) == _written(tmp_path, "old", old)
 
 
-def test_release_files_do_not_depend_on_the_fetch_or_text_batch_sizes(noisy_study, lead, tmp_path, monkeypatch):
+def test_release_files_do_not_depend_on_the_fetch_or_text_batch_sizes(noisy_study, tmp_path, monkeypatch):
     """STREAM_ROWS (rows per database fetch) and CHUNK_ROWS (rows formatted to text at a time) only bound
     the memory: the files of a release are the same bytes with tiny ones."""
     project = noisy_study["project"]
     release = svc.release_request(
         project=project,
-        user=lead,
+        user=project.created_by,
         rule={"include": dict.fromkeys(svc.CATEGORIES, True)},
         card_text={name: "x" for name in svc.CARD_FIELDS},
     )
