@@ -24,7 +24,7 @@ from labeling.services.baselines import measure as baseline_measure
 from labeling.services.baselines.parameters import stats_options
 from labeling.services.images import image_create_from_bytes
 from tests.factories import MembershipFactory, UserFactory, make_image, png_bytes
-from tests.labeling.helpers import open_calibration_1, submit
+from tests.labeling.helpers import open_calibration_1, shared_world, submit
 
 # Monk Skin Tone swatches: hex, published L*, b*, ITA (degrees).
 MONK = {
@@ -386,14 +386,30 @@ LABELS = {
 }
 
 
-@pytest.fixture
-def labelled(project, labelers):
-    images = {tone: swatch_image(project, tone) for tone in LABELS}
+def _build_labelled():
+    """A swatch of each tone with its skin mask, measured, and labelled by four labelers (``LABELS``)."""
+    from django.test import TestCase
+
+    from tests.factories import ProjectFactory, make_labelers, make_lead
+
+    global _hooks
+    _hooks = TestCase.captureOnCommitCallbacks
+    try:
+        # Names of their own: a test of this module outside the world (the ``lead`` fixture) may run beside it.
+        project = ProjectFactory(created_by=make_lead("labelled-lead"))
+        labelers = make_labelers(project, prefix="labelled-")
+        images = {tone: swatch_image(project, tone) for tone in LABELS}
+    finally:
+        _hooks = None
     phase = open_calibration_1(project, size=len(images), cal1=len(images), labels_per_image=4)
     for tone, image in images.items():
         for labeler, given in zip(labelers, LABELS[tone], strict=True):
             submit(phase, labeler, image.id, tones=(given,))
     return project, phase, images
+
+
+# Built once for the module: ten swatches measured and labelled were most of these tests' set-up.
+_shared_world, labelled = shared_world("labelled", _build_labelled)
 
 
 def test_comparison_matches_scipy_spearman_on_the_same_data(labelled):

@@ -17,7 +17,7 @@ from labeling.services import releases as release_services
 from labeling.services.evaluations import joining, runs
 from metrics.report import ReportOptions, build_report
 from tests.factories import MembershipFactory, UserFactory
-from tests.labeling.helpers import add_images
+from tests.labeling.helpers import add_images, shared_world
 from tests.labeling.test_releases import CARD, INCLUDE_ALL, phases_of, put
 
 N_IMAGES = 60
@@ -39,9 +39,12 @@ def media(settings, tmp_path):
     return tmp_path / "media"
 
 
-@pytest.fixture
-def released(project, lead, media):
+def _build_released():
     """60 images of 30 subjects (gender, body shape), three labels each in the main phase, released as v1."""
+    from tests.factories import ProjectFactory, make_lead
+
+    lead = make_lead("released-lead")  # a name of its own: the ``lead`` fixture may run beside this world
+    project = ProjectFactory(created_by=lead)
     team = [
         MembershipFactory(project=project, user=UserFactory(username=f"rater{i}"), pseudonym=f"L{i}")
         for i in range(1, 4)
@@ -64,7 +67,11 @@ def released(project, lead, media):
     )
     release = release_services.release_build(release)
     table = pq.read_table(release_services.release_file_path(release, "images.parquet")).to_pandas()
-    return {"project": project, "release": release, "images": table}
+    return {"project": project, "lead": lead, "release": release, "images": table}
+
+
+# Built once for the module: a release build of 60 images was most of each of its tests' set-up.
+_shared_world, released = shared_world("released", _build_released)
 
 
 @pytest.fixture
@@ -137,8 +144,9 @@ def post(api, project, frame, *, name="model A", filename="results.csv", capture
 
 
 def test_api_run_joins_scores_and_matches_the_command_line(
-    released, lead, client_for, django_capture_on_commit_callbacks, tmp_path
+    released, client_for, django_capture_on_commit_callbacks, tmp_path
 ):
+    lead = released["lead"]
     project, table = released["project"], released["images"]
     results = results_for(table)
     api = client_for(lead)
@@ -402,7 +410,8 @@ def test_compare_two_models_on_the_same_release(
     assert history.status_code == 200 and b"History of segmenter" in history.content
 
 
-def test_pages_upload_show_the_report_and_refuse_bad_files(released, lead, client, django_capture_on_commit_callbacks):
+def test_pages_upload_show_the_report_and_refuse_bad_files(released, client, django_capture_on_commit_callbacks):
+    lead = released["lead"]
     project, table = released["project"], released["images"]
     client.force_login(lead)
     page = client.get(f"/projects/{project.pk}/evaluations/")
@@ -549,7 +558,8 @@ def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def test_a_million_column_csv_is_refused_at_once(released, lead, client_for):
+def test_a_million_column_csv_is_refused_at_once(released, client_for):
+    lead = released["lead"]
     header = ",".join(f"c{i}" for i in range(1_000_000)).encode()  # 6.9 MB header line
     payload = header + b"\n" + b"1," * 10 + b"1\n"
     before = _peak_mb()
@@ -571,7 +581,8 @@ def test_too_many_columns_and_rows_are_named(tmp_path):
     assert joining.results_columns(lines) == ["external_id", "error"]
 
 
-def test_a_decompression_heavy_parquet_is_refused_before_pandas(tmp_path, released, lead, client_for):
+def test_a_decompression_heavy_parquet_is_refused_before_pandas(tmp_path, released, client_for):
+    lead = released["lead"]
     # One 4,000-character string, dictionary-encoded, in 300,000 rows: a few KB on disk, 1.2 GB as Python strings.
     rows = 300_000
     column = pa.DictionaryArray.from_arrays(pa.array(np.zeros(rows, dtype=np.int32)), pa.array(["x" * 4000]))
@@ -599,8 +610,9 @@ def test_only_the_needed_columns_are_read(tmp_path):
 
 @pytest.mark.slow  # starts the reader process (a fresh interpreter): CI runs it, bin/test --fast skips it
 def test_a_large_upload_is_read_in_a_process_of_its_own(
-    released, lead, client_for, monkeypatch, django_capture_on_commit_callbacks
+    released, client_for, monkeypatch, django_capture_on_commit_callbacks
 ):
+    lead = released["lead"]
     monkeypatch.setattr(runs, "IN_PROCESS_BYTES", 0)  # every upload goes to the reader process
     calls = []
     real = runs._join_elsewhere
