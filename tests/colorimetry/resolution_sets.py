@@ -498,3 +498,118 @@ def held_out_5_readings(scene: Scene, measure: Callable[..., dict], **options: o
     """:func:`readings` of one scene of the fifth held-out set with its export (:func:`export_5`)."""
     with tempfile.TemporaryDirectory() as tmp:
         return readings(export_5(scene.rgb, Path(tmp)), measure, **options)
+
+
+# --------------------------------------------------------------------------- the sixth held-out set
+#: The sixth set's export (session 38): a Lanczos master, the 2 MP file reduced from it with a Hamming
+#: filter, and the 512 px file reduced from the 2 MP one (a resize of a resize, as a photo re-shared from a
+#: downsized copy is), each stored as a progressive JPEG at quality 75 with 4:2:0 chroma. No earlier set
+#: chained its reductions or stored under quality 80 (development: Lanczos / Lanczos / 92; first held-out:
+#: bicubic / box / 85; second: bilinear / Hamming / 90; third: Hamming / bicubic / 88 progressive 4:2:2
+#: EXIF-rotated; fourth: Lanczos / bilinear / 95 4:4:4; fifth: bicubic / box in linear light / 80 4:2:2).
+HELD_OUT_6_EXPORT = {"master": Image.Resampling.LANCZOS, "down": Image.Resampling.HAMMING, "quality": 75}
+#: Yellow light (sodium-vapour street light or a yellowed window film: red and green up, blue down; along
+#: no earlier set's axis: warm-cool, magenta, green, amber, cyan).
+YELLOW = (1.1, 1.07, 0.8)
+#: The head turned 6 degrees clockwise in the image plane (earlier sets: +8, -12, +17).
+ROLL_6 = -6.0
+#: Reframings no earlier set has: the portrait on a 4:3 frame in front of a textured (brick-like) wall, and a
+#: tight crop that cuts the chin and the top of the head.
+FRAMES_6 = ("textured_wall_4x3", "tight_chin_cut")
+
+
+def _small_3x2_left(rgb: np.ndarray) -> np.ndarray:
+    """The portrait on a 3:2 landscape frame twice its width, left of centre and high (its top at the frame's
+    top): the face small and off-centre (the third set's wall was 1.7 times the portrait, centred; the
+    fifth's 16:9 wall 2.3 times, right of centre)."""
+    h, w = rgb.shape[:2]
+    width = 2 * w
+    height = max(h, round(width * 2 / 3))
+    wall = np.empty((height, width, 3), dtype=np.uint8)
+    wall[:] = (92, 104, 84)  # a dark olive wall
+    x0 = round(0.18 * width)
+    wall[:h, x0 : x0 + w] = rgb
+    return wall
+
+
+def _framed_6(rgb: np.ndarray, frame: str) -> np.ndarray:
+    h, w = rgb.shape[:2]
+    if frame == "textured_wall_4x3":
+        width = round(w * 1.5)
+        height = round(width * 3 / 4)
+        height = max(height, h)
+        bricks = first._textured_patch(np.array([170, 96, 70]), (height, width), seed=66)
+        rows = (np.arange(height) // 24) % 2  # mortar lines every 24 px
+        bricks[(np.arange(height) % 24) < 2] = (205, 200, 190)
+        for y in range(height):
+            offset = 24 if rows[y] else 0
+            bricks[y, (np.arange(width) + offset) % 48 < 2] = (205, 200, 190)
+        y0, x0 = height - h, (width - w) // 2  # standing at the bottom of the frame
+        bricks[y0 : y0 + h, x0 : x0 + w] = rgb
+        return bricks
+    return _crop(rgb, (0.12, 0.08, 0.86, 0.74))
+
+
+def held_out_6_scenes() -> Iterator[Scene]:
+    """The 72 scenes of the sixth held-out set (session 38, written down before any method ran on it; the
+    first five had all been seen). Both portraits x ten tones x three scene kinds (60), plus 12 reframed
+    scenes at tones 3, 5 and 8 (noise seeds fixed per scene):
+
+    * ``camera_yellow_minus_0.3_stop``: the second recolouring model under yellow light (:data:`YELLOW`),
+      0.3 stop under, sensor noise;
+    * ``first_rolled_minus_6_deg_plus_0.4_stop``: the first model 0.4 stop over, the head turned 6 degrees
+      clockwise, sensor noise;
+    * ``camera_small_face_3x2_left``: the second model small and high on the left of a 3:2 frame twice the
+      portrait's width (:func:`_small_3x2_left`), sensor noise;
+    * reframed (:data:`FRAMES_6`): the first model at its exposure, on a textured 4:3 wall or cropped tight,
+      sensor noise.
+    """
+    for portrait in (first.astronaut(), first.grace_hopper()):
+        for tone in range(1, 11):
+            rgb = camera_model.recoloured_camera(portrait, tone)
+            rgb = first.chain(first.white_balance(YELLOW), first.exposure(-0.3))(rgb, portrait.truth, tone)[0]
+            yield Scene(
+                f"{portrait.name} camera_yellow_minus_0.3_stop MST {tone}", camera_model.camera(rgb, 1600 + tone)
+            )
+        for tone in range(1, 11):
+            rgb = first.exposure(0.4)(first.recoloured(portrait, tone), portrait.truth, tone)[0]
+            yield Scene(
+                f"{portrait.name} first_rolled_minus_6_deg_plus_0.4_stop MST {tone}",
+                camera_model.camera(_rotated(rgb, ROLL_6), 1700 + tone),
+            )
+        for tone in range(1, 11):
+            rgb = _small_3x2_left(camera_model.recoloured_camera(portrait, tone))
+            yield Scene(f"{portrait.name} camera_small_face_3x2_left MST {tone}", camera_model.camera(rgb, 1800 + tone))
+        for frame in FRAMES_6:
+            for tone in (3, 5, 8):
+                rgb = first.recoloured(portrait, tone)
+                yield Scene(
+                    f"{portrait.name} {frame} MST {tone}", camera_model.camera(_framed_6(rgb, frame), 1900 + tone)
+                )
+
+
+def export_6(rgb: np.ndarray, directory: Path) -> dict[str, Path]:
+    """The sixth held-out set's export (:data:`HELD_OUT_6_EXPORT`): the 12 MP master, the 2 MP file reduced
+    from it, the 512 px file reduced from the 2 MP one; progressive JPEGs at quality 75, 4:2:0."""
+    base = Image.fromarray(rgb)
+    scale = SIDES["12 MP"] / max(base.size)
+    master = base.resize((round(base.width * scale), round(base.height * scale)), HELD_OUT_6_EXPORT["master"])
+    images = {"12 MP": master}
+    previous = master
+    for name in ("2 MP", "512 px"):
+        side = SIDES[name]
+        size = (round(previous.width * side / max(previous.size)), round(previous.height * side / max(previous.size)))
+        images[name] = previous = previous.resize(size, HELD_OUT_6_EXPORT["down"])
+    files = {}
+    for name in SIDES:  # the order of every set's readings: 512 px, 2 MP, 12 MP
+        files[name] = directory / f"{SIDES[name]}.jpg"
+        images[name].save(
+            files[name], quality=HELD_OUT_6_EXPORT["quality"], subsampling=2, progressive=True, optimize=True
+        )
+    return files
+
+
+def held_out_6_readings(scene: Scene, measure: Callable[..., dict], **options: object) -> dict[str, float | None]:
+    """:func:`readings` of one scene of the sixth held-out set with its export (:func:`export_6`)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        return readings(export_6(scene.rgb, Path(tmp)), measure, **options)
