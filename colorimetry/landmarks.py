@@ -153,6 +153,24 @@ LANDMARK_SCALE = os.environ.get("COLORIMETRY_LANDMARK_SCALE", "fast_path")
 LANDMARK_SCALES = ("analysed", "fast_path")
 if LANDMARK_SCALE not in LANDMARK_SCALES:
     raise ValueError(f"COLORIMETRY_LANDMARK_SCALE must be one of {LANDMARK_SCALES}, got {LANDMARK_SCALE!r}")
+#: colorimetry-5.5.0 (docs/colorimetry-resolution.md, session 38): where neither BlazeFace model finds a face
+#: on the whole frame and the frame is larger than the full-range model's input (so the letterbox shrank
+#: it), they look again on square tiles of the frame (:func:`_tiled_faces`), where a face small in the frame
+#: is larger in the model's input; a face found there is confirmed by Face Mesh as on the whole frame.
+#: ``COLORIMETRY_FACE_TILES=0`` read at import turns the second look off: colorimetry-5.4.0 (the benches'
+#: comparison with the method before).
+FACE_TILES = os.environ.get("COLORIMETRY_FACE_TILES", "1") != "0"
+#: At most this many of the tiles' detections, most confident first, are given to Face Mesh to confirm.
+TILE_CANDIDATES = 3
+#: Each tile is one more chance for a false face, so a tile's face must be surer than a whole frame's: a
+#: BlazeFace score of at least this (the whole frame: :data:`MIN_DETECTION_SCORE`) and a tracked Face Mesh
+#: face-presence score of at least :data:`TILE_MIN_MESH_SCORE` (the whole frame: :data:`MIN_MESH_SCORE`).
+#: Development material (session 38): the tiles' false faces on scikit-image's rocket and cat scored
+#: 0.52-0.53 and 0.70-0.85; the dark faces small on wide walls they found, 0.70-0.86 and 1.00.
+TILE_MIN_DETECTION_SCORE = 0.65
+TILE_MIN_MESH_SCORE = 0.95
+#: Tiles smaller than this (pixels) are not looked at: the whole frame's letterbox already shows them as big.
+MIN_TILE = 64
 #: Eyes, brows and lips are grown by this fraction of the distance between the eyes' centres before
 #: they are cut from the face oval (eyelashes, the brows' edges, the lips' border).
 FEATURE_MARGIN = 0.08
@@ -430,31 +448,104 @@ def detect_mesh_faces(rgb: np.ndarray) -> list[MeshFace]:
         The model files or the runtime are missing.
     """
     faces = []
-    for detector, name in (("short_range", SHORT_RANGE_MODEL), ("full_range", FULL_RANGE_MODEL)):
+    for detector, name in _DETECTORS:
         for score, box in _detect(rgb, name)[:1]:  # the most confident face is measured
-            corners, keypoints = box[:2], box[2:]
-            centre = corners.mean(axis=0)
-            side = float((corners[1] - corners[0]).max()) * ROI_SCALE
-            angle = _eye_angle(keypoints[0], keypoints[1])
-            mesh_score, points = _mesh(rgb, centre, side, angle)
-            # Tracking step: the mesh again on the box of its own points (eyes: their corners' means).
-            # It runs whatever the first pass's face-presence score (colorimetry-5.1.0): on the detector's
-            # loose box around a very dark face that score swung from 0.39 to 0.97 with the photo's size
-            # while the tracked pass scored 1.00 on every size (issue 21, docs/colorimetry-resolution.md).
-            right = points[list(RIGHT_EYE)].mean(axis=0)
-            left = points[list(LEFT_EYE)].mean(axis=0)
-            low, high = points.min(axis=0), points.max(axis=0)
-            again_score, again = _mesh(
-                rgb, (low + high) / 2, float((high - low).max()) * ROI_SCALE, _eye_angle(right, left)
-            )
-            if again_score > MIN_MESH_SCORE:
-                mesh_score, points = again_score, again
-            elif mesh_score <= MIN_MESH_SCORE:
-                continue
-            faces.append(MeshFace(points, _box_of(points), score, mesh_score, detector))
+            face = _confirmed(rgb, score, box, detector)
+            if face is not None:
+                faces.append(face)
         if faces:
             break
+    if not faces and FACE_TILES:
+        faces = _tiled_faces(rgb)
     return faces
+
+
+#: The two BlazeFace models, in the order they are asked: (name in results, model file).
+_DETECTORS = (("short_range", SHORT_RANGE_MODEL), ("full_range", FULL_RANGE_MODEL))
+
+
+def _confirmed(
+    rgb: np.ndarray, score: float, box: np.ndarray, detector: str, min_mesh: float | None = None
+) -> MeshFace | None:
+    """Face Mesh on a BlazeFace detection (``box``: corners and keypoints in ``rgb``'s pixels), tracked once
+    on its own points; None when the mesh does not confirm a face. ``min_mesh``: the face-presence score the
+    tracked pass must exceed as well (the tiles' stricter rule)."""
+    corners, keypoints = box[:2], box[2:]
+    centre = corners.mean(axis=0)
+    side = float((corners[1] - corners[0]).max()) * ROI_SCALE
+    angle = _eye_angle(keypoints[0], keypoints[1])
+    mesh_score, points = _mesh(rgb, centre, side, angle)
+    # Tracking step: the mesh again on the box of its own points (eyes: their corners' means).
+    # It runs whatever the first pass's face-presence score (colorimetry-5.1.0): on the detector's
+    # loose box around a very dark face that score swung from 0.39 to 0.97 with the photo's size
+    # while the tracked pass scored 1.00 on every size (issue 21, docs/colorimetry-resolution.md).
+    right = points[list(RIGHT_EYE)].mean(axis=0)
+    left = points[list(LEFT_EYE)].mean(axis=0)
+    low, high = points.min(axis=0), points.max(axis=0)
+    again_score, again = _mesh(rgb, (low + high) / 2, float((high - low).max()) * ROI_SCALE, _eye_angle(right, left))
+    if again_score > MIN_MESH_SCORE:
+        mesh_score, points = again_score, again
+    elif mesh_score <= MIN_MESH_SCORE:
+        return None
+    if min_mesh is not None and again_score < min_mesh:
+        return None
+    return MeshFace(points, _box_of(points), score, mesh_score, detector)
+
+
+def _spread(length: int, side: int, count: int) -> list[int]:
+    """``count`` tile origins from 0 to ``length - side``, evenly spread (one when the tile covers it)."""
+    if length <= side or count < 2:
+        return [0]
+    return sorted({round(i * (length - side) / (count - 1)) for i in range(count)})
+
+
+def tile_origins(width: int, height: int) -> list[list[tuple[int, int, int]]]:
+    """The tiles of the second look, coarse to fine: each level a list of ``(x, y, side)`` squares.
+
+    Level 1: squares as tall as the frame's short side at both ends and the middle of its long side (one
+    square for a square frame). Level 2: squares of half that side, each overlapping its neighbours by
+    half a square along both sides of the frame. Levels whose squares would be under :data:`MIN_TILE`
+    pixels are left out, and none at all for a frame no larger than the full-range model's input.
+
+    >>> [len(level) for level in tile_origins(1024, 683)]
+    [3, 24]
+    >>> tile_origins(192, 100)
+    []
+    """
+    if max(width, height) <= _SSD[FULL_RANGE_MODEL]["size"]:
+        return []
+    short = min(width, height)
+    levels = []
+    side = short
+    if side >= MIN_TILE:
+        levels.append([(x, y, side) for y in _spread(height, side, 3) for x in _spread(width, side, 3)])
+    side = short // 2
+    if side >= MIN_TILE:
+        along = lambda length: _spread(length, side, math.ceil((length - side) / (side / 2)) + 1)  # noqa: E731
+        levels.append([(x, y, side) for y in along(height) for x in along(width)])
+    return levels
+
+
+def _tiled_faces(rgb: np.ndarray) -> list[MeshFace]:
+    """The second look (colorimetry-5.5.0): BlazeFace on each tile of :func:`tile_origins`, level by level;
+    the level's :data:`TILE_CANDIDATES` most confident detections of at least
+    :data:`TILE_MIN_DETECTION_SCORE` (mapped back to the frame) are given to Face Mesh in turn, and the first
+    it confirms with a tracked score of at least :data:`TILE_MIN_MESH_SCORE` is the face. ``detector`` says ``"<model>_tile"``."""
+    height, width = rgb.shape[:2]
+    for level in tile_origins(width, height):
+        found = []
+        for x, y, side in level:
+            tile = rgb[y : y + side, x : x + side]
+            for detector, name in _DETECTORS:
+                for score, box in _detect(tile, name)[:1]:
+                    if score >= TILE_MIN_DETECTION_SCORE:
+                        found.append((score, box + np.array([x, y], dtype=np.float64), detector))
+        found.sort(key=lambda item: -item[0])
+        for score, box, detector in found[:TILE_CANDIDATES]:
+            face = _confirmed(rgb, score, box, f"{detector}_tile", TILE_MIN_MESH_SCORE)
+            if face is not None:
+                return [face]
+    return []
 
 
 def _box_of(points: np.ndarray) -> tuple[int, int, int, int]:

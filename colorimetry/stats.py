@@ -215,9 +215,16 @@ def _rules(rgb: np.ndarray, opaque: np.ndarray | None) -> np.ndarray:
 
 
 #: Stored with every result so a measurement can be traced to the code that
-#: produced it. Bump on any change that can move a number. ``COLORIMETRY_LANDMARK_SCALE=analysed`` (the
-#: benches' comparison with the method before) measures exactly as colorimetry-5.3.0 did, and says so.
-ALGORITHM_VERSION = "colorimetry-5.4.0" if landmarks.LANDMARK_SCALE == "fast_path" else "colorimetry-5.3.0"
+#: produced it. Bump on any change that can move a number. The benches' comparisons with the methods before
+#: measure exactly as those did, and say so: ``COLORIMETRY_FACE_TILES=0`` is colorimetry-5.4.0, with
+#: ``COLORIMETRY_LANDMARK_SCALE=analysed`` too colorimetry-5.3.0 (that scale with the tiles was never a
+#: release: it says both).
+ALGORITHM_VERSION = {
+    ("fast_path", True): "colorimetry-5.5.0",
+    ("fast_path", False): "colorimetry-5.4.0",
+    ("analysed", False): "colorimetry-5.3.0",
+    ("analysed", True): "colorimetry-5.3.0+face-tiles",
+}[(landmarks.LANDMARK_SCALE, landmarks.FACE_TILES)]
 
 
 def skin_tone_stats(

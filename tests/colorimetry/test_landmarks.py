@@ -170,18 +170,29 @@ def test_the_fast_path_scale_option_locates_the_face_as_the_fast_decode_would(mo
 
 
 @pytest.mark.slow  # starts a Python process (pytest.ini): CI runs it, bin/test --fast skips it
-@pytest.mark.parametrize(("scale", "version"), [("analysed", "colorimetry-5.3.0"), ("fast_path", "colorimetry-5.4.0")])
-def test_the_stamped_version_follows_the_landmark_scale(scale: str, version: str) -> None:
+@pytest.mark.parametrize(
+    ("scale", "tiles", "version"),
+    [
+        ("fast_path", "1", "colorimetry-5.5.0"),
+        ("fast_path", "0", "colorimetry-5.4.0"),
+        ("analysed", "0", "colorimetry-5.3.0"),
+        ("analysed", "1", "colorimetry-5.3.0+face-tiles"),
+    ],
+)
+def test_the_stamped_version_follows_the_method(scale: str, tiles: str, version: str) -> None:
     """A result carries the version of the method that measured it, also when the environment chose the
-    method before (the benches' ``COLORIMETRY_LANDMARK_SCALE=analysed``)."""
+    method before (the benches' ``COLORIMETRY_FACE_TILES=0`` and ``COLORIMETRY_LANDMARK_SCALE=analysed``)."""
     import os
     import subprocess
     import sys
 
-    code = "import colorimetry.stats as s, colorimetry.landmarks as l; print(l.LANDMARK_SCALE, s.ALGORITHM_VERSION)"
-    env = {**os.environ, "COLORIMETRY_LANDMARK_SCALE": scale}
+    code = (
+        "import colorimetry.stats as s, colorimetry.landmarks as l; "
+        "print(l.LANDMARK_SCALE, int(l.FACE_TILES), s.ALGORITHM_VERSION)"
+    )
+    env = {**os.environ, "COLORIMETRY_LANDMARK_SCALE": scale, "COLORIMETRY_FACE_TILES": tiles}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    assert out.stdout.split() == [scale, version]
+    assert out.stdout.split() == [scale, tiles, version]
 
 
 @pytest.mark.parametrize("size", [(512, 384), (1414, 1414), (2000, 1500), (6000, 4000), (8000, 4500)])
@@ -198,3 +209,62 @@ def test_the_fast_path_factor_is_what_the_decoder_does(size, tmp_path) -> None:
     factor = landmarks.fast_path_factor(*size)
     assert decoded.rgb.shape[1] == -(-size[0] // factor) or decoded.rgb.shape[1] == size[0] // factor
     assert decoded.decode["draft_scale"] * decoded.decode["reduce_factor"] == factor
+
+
+def _on_a_wide_wall(rgb: np.ndarray) -> np.ndarray:
+    """The portrait small on a 16:9 mid-grey wall 2.5 times its width, near the left edge, at 512 px wide
+    (development material: the first recolouring model; no held-out scene)."""
+    from PIL import Image
+
+    h, w = rgb.shape[:2]
+    width = round(w * 2.5)
+    height = max(h, round(width * 9 / 16))
+    wall = np.empty((height, width, 3), dtype=np.uint8)
+    wall[:] = (120, 120, 118)
+    y0, x0 = (height - h) // 2, round(0.1 * width)
+    wall[y0 : y0 + h, x0 : x0 + w] = rgb
+    size = (512, round(512 * height / width))
+    return np.asarray(Image.fromarray(wall).resize(size, Image.Resampling.LANCZOS))
+
+
+def test_a_dark_face_small_in_a_wide_frame_is_found_on_a_tile(monkeypatch) -> None:
+    """colorimetry-5.5.0: the astronaut at MST 10, small on a wide wall, is no face to either model on the
+    whole frame (letterboxed to 192 px its face is a dozen pixels); the tiles find it, Face Mesh confirms it,
+    and its ITA is that of the face (the check can fail: with the tiles off there is no reading)."""
+    portrait = evaluation.astronaut()
+    rgb = evaluation.recoloured(portrait, 10)
+    truth = evaluation.truth_ita(rgb, portrait.truth)
+    wide = _on_a_wide_wall(rgb)
+    monkeypatch.setattr(landmarks, "FACE_TILES", False)
+    assert landmarks.detect_mesh_faces(wide) == []
+    monkeypatch.setattr(landmarks, "FACE_TILES", True)
+    (face,) = landmarks.detect_mesh_faces(wide)
+    assert face.detector.endswith("_tile") and face.mesh_score > landmarks.MIN_MESH_SCORE
+    # The face is where the portrait was put (left part of the frame), not somewhere on the wall.
+    x, y, width, height = face.box
+    assert x + width < wide.shape[1] * 0.5 and 0.02 * wide.shape[1] < width < 0.2 * wide.shape[1]
+    stats = skin_tone_stats(wide)
+    assert stats["face_method"] == "face_mesh:full_range_tile" or stats["face_method"] == "face_mesh:short_range_tile"
+    assert abs(stats["ita_median"] - truth) < 5.0
+
+
+def test_where_the_whole_frame_has_a_face_the_tiles_change_nothing(monkeypatch) -> None:
+    """The second look runs only where the first found nothing: the same points with it on and off."""
+    portrait = evaluation.grace_hopper()
+    wide = _on_a_wide_wall(evaluation.recoloured(portrait, 4))
+    monkeypatch.setattr(landmarks, "FACE_TILES", False)
+    before = landmarks.detect_mesh_faces(wide)
+    monkeypatch.setattr(landmarks, "FACE_TILES", True)
+    after = landmarks.detect_mesh_faces(wide)
+    assert len(before) == len(after) == 1 and not after[0].detector.endswith("_tile")
+    np.testing.assert_array_equal(before[0].points, after[0].points)
+
+
+def test_no_tile_for_a_frame_the_letterbox_does_not_shrink() -> None:
+    assert landmarks.tile_origins(192, 120) == []
+    levels = landmarks.tile_origins(1024, 576)
+    # Three squares as tall as the frame along it, then half-size squares overlapping by half.
+    assert levels[0] == [(0, 0, 576), (224, 0, 576), (448, 0, 576)]
+    assert all(side == 288 for _x, _y, side in levels[1])
+    xs = sorted({x for x, _y, _side in levels[1]})
+    assert xs[0] == 0 and xs[-1] == 1024 - 288 and max(b - a for a, b in zip(xs, xs[1:], strict=False)) <= 144
