@@ -52,6 +52,13 @@ still sampled on every decoded pixel. Face Mesh's points depend on the sharpness
 a full decode placed the cheeks 2-3% of the eye distance away from where the fast decode of the same file
 placed them; every reading of a photo now feeds the mesh nearly the same pixels (docs/colorimetry-resolution.md,
 session 37). Images at or under the cap are measured exactly as in 5.3.0.
+
+Since colorimetry-5.5.0, where neither model finds a face on the whole frame and the frame is larger than
+the full-range model's input, they look again on square tiles of it (:func:`tile_origins`): a dark face small
+in a wide frame, a dozen pixels once the whole frame is letterboxed to 192 px, is found there; a tile's face
+must score higher than a whole frame's (:data:`TILE_MIN_DETECTION_SCORE`, :data:`TILE_MIN_MESH_SCORE`), as
+each tile is another chance for a false one. Where the whole frame has a face nothing changes
+(docs/colorimetry-resolution.md, session 38).
 """
 
 from __future__ import annotations
