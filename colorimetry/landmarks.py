@@ -528,8 +528,8 @@ def tile_origins(width: int, height: int) -> list[list[tuple[int, int, int]]]:
         levels.append([(x, y, side) for y in _spread(height, side, 3) for x in _spread(width, side, 3)])
     side = short // 2
     if side >= MIN_TILE:
-        along = lambda length: _spread(length, side, math.ceil((length - side) / (side / 2)) + 1)  # noqa: E731
-        levels.append([(x, y, side) for y in along(height) for x in along(width)])
+        ys, xs = (_spread(length, side, math.ceil((length - side) / (side / 2)) + 1) for length in (height, width))
+        levels.append([(x, y, side) for y in ys for x in xs])
     return levels
 
 
