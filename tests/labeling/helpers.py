@@ -107,7 +107,7 @@ def run_tasks_here(monkeypatch) -> None:
         monkeypatch.setitem(app.conf.changes, key, True)
 
 
-def shared_world(name: str, build):
+def shared_world(name: str, build, *, private_media: bool = False):
     """Two fixtures for a world built once per module instead of once per test: ``_shared_world`` (module
     scope) and ``<name>`` (the one tests ask for). Bind both at module level, one world per module:
     ``_shared_world, noisy_study = shared_world("noisy_study", build)``.
@@ -119,8 +119,12 @@ def shared_world(name: str, build):
     and gets a deep copy of what ``build()`` returned (a test that changes an object changes its copy only).
     A test outside the world that runs after it runs inside that transaction too: the world's usernames must
     differ from the ``lead`` fixture's and the other usernames of the module.
+    Files are not rolled back: with ``private_media`` each test gets its own copy of the world's media folder
+    (``tmp_path / "media"``, a few milliseconds) for tests that delete or write files (an erasure, a second
+    release whose id an earlier, rolled-back test also used).
     The pattern of ``test_authorization_matrix`` and ``test_archived_read_only``, in one place."""
     import copy
+    import shutil
 
     import pytest
 
@@ -141,8 +145,13 @@ def shared_world(name: str, build):
             transaction.set_rollback(True)
 
     @pytest.fixture(name=name)
-    def world(_shared_world, db, settings):
+    def world(_shared_world, db, settings, tmp_path):
         media, value = _shared_world
+        if private_media:
+            mine = tmp_path / "media"
+            if media.is_dir():
+                shutil.copytree(media, mine, dirs_exist_ok=True)
+            media = mine
         settings.MEDIA_ROOT = str(media)
         return copy.deepcopy(value)
 

@@ -1,7 +1,6 @@
 """Issue 14: an archived project is read-only for every write, through the API and the pages alike (the refusal
 is in the services), while reading, downloading published releases, unarchiving and deleting still work."""
 
-import copy
 import io
 import uuid
 from pathlib import Path
@@ -33,7 +32,7 @@ from labeling.services import projects as project_services
 from labeling.services import releases as release_services
 from labeling.services.imports import import_files
 from tests.factories import MembershipFactory, ProjectFactory, png_bytes
-from tests.labeling.helpers import open_calibration_1, submit
+from tests.labeling.helpers import open_calibration_1, shared_world, submit
 
 pytestmark = pytest.mark.django_db
 
@@ -42,41 +41,23 @@ INCLUDE = dict.fromkeys(release_services.CATEGORIES, True)
 
 
 @pytest.fixture(autouse=True)
-def media_root(request, settings, tmp_path):
-    if "shared_world" in request.fixturenames:  # the module's world and its files (override_settings below)
-        return Path(settings.MEDIA_ROOT)
+def media_root(settings, tmp_path):
+    """The test's media folder: the world's files copied there (``shared_world(private_media=True)``), or
+    empty."""
     settings.MEDIA_ROOT = str(tmp_path / "media")
     return Path(settings.MEDIA_ROOT)
 
 
-@pytest.fixture
-def world(lead):
-    """A labelled project with a published release and a gate; archived by each test once it is set up."""
-    return build_world(lead)
-
-
-@pytest.fixture(scope="module")
-def _module_world(django_db_setup, django_db_blocker, tmp_path_factory):
-    """:func:`build_world` once for this module's refused writes (a release build is most of its cost), inside
-    a transaction rolled back after the module's last test; each test runs in a savepoint inside it (the
-    ``db`` fixture), so it sees the world as built, whatever an earlier test wrote (the pattern of
-    ``test_authorization_matrix``). Its files live in the module's own media folder."""
-    from django.db import transaction
-    from django.test import override_settings
-
+def _build_world():
     from tests.factories import make_lead
 
-    media = tmp_path_factory.mktemp("archived") / "media"
-    with django_db_blocker.unblock(), override_settings(MEDIA_ROOT=str(media)), transaction.atomic():
-        yield build_world(make_lead())
-        transaction.set_rollback(True)
+    return build_world(make_lead())
 
 
-@pytest.fixture
-def shared_world(_module_world, db):
-    """The module's world for one test: its rows as built (the test's savepoint is rolled back after it), its
-    objects copied (a test that archives ``project`` changes its copy only)."""
-    return copy.deepcopy(_module_world)
+# A labelled project with a published release and a gate, built once for the module (a release build is
+# most of its cost; tests.labeling.helpers.shared_world); each test archives its copy, with its own copy of
+# the world's files (a test deletes the project).
+_shared_world, world = shared_world("world", _build_world, private_media=True)
 
 
 def build_world(lead):
@@ -328,9 +309,8 @@ WRITES = [
 
 @pytest.mark.parametrize(("what", "who", "prepare", "request_for"), WRITES, ids=[w[0] for w in WRITES])
 def test_every_write_is_refused_on_an_archived_project_and_changes_nothing(
-    shared_world, client_for, what, who, prepare, request_for
+    world, client_for, what, who, prepare, request_for
 ):
-    world = shared_world
     if prepare is not None:
         prepare(world)
     project = world["project"]

@@ -10,8 +10,8 @@ from sklearn.metrics import cohen_kappa_score
 
 from labeling.models import Label, Membership, Phase
 from labeling.services.phases import phase_close, phase_get, phase_open
-from tests.factories import MembershipFactory, UserFactory
-from tests.labeling.helpers import add_images, open_calibration_1, submit
+from tests.factories import MembershipFactory, ProjectFactory, UserFactory, make_labelers, make_lead
+from tests.labeling.helpers import add_images, open_calibration_1, shared_world, submit
 
 # Tones each labeler gives to images 0..7 (rows: labelers L1..L4); (a, b) = adjacent pair.
 TONES = [
@@ -38,8 +38,7 @@ def _label(phase, labeler, image_id, tones):
     submit(phase, labeler, image_id, tones=tones if isinstance(tones, tuple) else (tones,))
 
 
-@pytest.fixture
-def cal1(project, labelers):
+def _build_cal1(project, labelers):
     images = add_images(project, 8)
     phase = open_calibration_1(project, size=8, cal1=8, labels_per_image=4)
     order = {image.id: i for i, image in enumerate(images)}
@@ -80,7 +79,8 @@ def assert_coefficient(s: dict, expected: float, abs_: float = 1e-6) -> None:
 
 
 @pytest.mark.usefixtures("coefficients_from_few_images")
-def test_alpha_and_kappa_match_reference_libraries(client, lead, project, cal1):
+def test_alpha_and_kappa_match_reference_libraries(client, cal1):
+    lead, project = cal1.project.created_by, cal1.project
     data = _reliability(cal1)
     summary = _api(client, lead, project, cal1)["selected"]
     alpha = summary["agreement"]["alpha"]
@@ -116,7 +116,8 @@ def test_alpha_and_kappa_match_reference_libraries(client, lead, project, cal1):
     assert [row["n_labels"] for row in summary["per_labeler"]] == [8, 8, 8, 8]
 
 
-def test_images_api_filters_and_sorts(client, lead, project, cal1):
+def test_images_api_filters_and_sorts(client, cal1):
+    lead, project = cal1.project.created_by, cal1.project
     data = _reliability(cal1)
     spread = np.nanmax(data, axis=0) - np.nanmin(data, axis=0)
     url = f"/api/projects/{project.pk}/consensus/images/?phase={cal1.pk}"
@@ -215,7 +216,8 @@ def test_repeats_stay_out_of_agreement_and_feed_test_retest(client, lead, projec
     assert 'id="calibration-2-all-images"' in page and "All images (7 with 2+ labels)" in page
 
 
-def test_plots_are_valid_images(client, lead, project, cal1):
+def test_plots_are_valid_images(client, cal1):
+    lead, project = cal1.project.created_by, cal1.project
     _client(client, lead)
     for name in ["label_distribution", "range_histogram", "kappa_heatmap", "test_retest", "labeler_bias"]:
         png = client.get(f"/projects/{project.pk}/consensus/plots/{name}.png?phase={cal1.pk}")
@@ -227,7 +229,9 @@ def test_plots_are_valid_images(client, lead, project, cal1):
         assert ET.fromstring(svg.content).tag == "{http://www.w3.org/2000/svg}svg"
 
 
-def test_labelers_and_reviewers_never_see_it(client, project, labelers, cal1):
+def test_labelers_and_reviewers_never_see_it(client, cal1):
+    project = cal1.project
+    labelers = list(Membership.objects.filter(project=project, role=Membership.Role.LABELER).order_by("pseudonym"))
     reviewer = UserFactory(username="reviewer")
     MembershipFactory(project=project, user=reviewer, role=Membership.Role.REVIEWER, pseudonym="R1")
     urls = [
@@ -245,7 +249,8 @@ def test_labelers_and_reviewers_never_see_it(client, project, labelers, cal1):
     assert client.get(urls[3]).status_code in (401, 403)
 
 
-def test_lead_page_and_openapi_schema(client, lead, project, cal1):
+def test_lead_page_and_openapi_schema(client, cal1):
+    lead, project = cal1.project.created_by, cal1.project
     page = _client(client, lead).get(f"/projects/{project.pk}/consensus/?phase={cal1.pk}")
     assert page.status_code == 200
     assert b"Krippendorff" in page.content and b"plots/kappa_heatmap.png" in page.content
@@ -310,7 +315,8 @@ def test_deleting_labels_changes_the_version(project, labelers):
     assert svc.phase_versions(project)[phase.id] != before
 
 
-def test_rates_carry_their_wilson_interval(client, lead, project, cal1):
+def test_rates_carry_their_wilson_interval(client, cal1):
+    lead, project = cal1.project.created_by, cal1.project
     from metrics.intervals import wilson_interval
 
     selected = _api(client, lead, project, cal1)["selected"]
@@ -399,8 +405,7 @@ def fractions_in(obj, path="dashboard"):
             yield from fractions_in(value, f"{path}[{i}]")
 
 
-@pytest.fixture
-def study(project, labelers):
+def _build_study(project, labelers):
     """60 main images x 4 labelers (skips, adjacent pairs, uncertain flags), 12 calibration-1 images of
     which 10 are labelled again in calibration 2 by every labeler, and 3 new calibration-2 images."""
     rng = np.random.default_rng(12)
@@ -448,7 +453,36 @@ def study(project, labelers):
     return {"main": main, **phases}
 
 
-def test_every_rate_on_the_dashboard_carries_its_interval(client, lead, project, study):
+def _build_worlds():
+    """The calibration-1 phase and the study, each in its own project led by one lead, built once per module
+    (``shared_world``); the usernames differ from the ``lead`` and ``labelers`` fixtures' of the other tests."""
+    lead = make_lead("consensus-lead")
+    first = ProjectFactory(created_by=lead)
+    second = ProjectFactory(created_by=lead)
+    return {
+        "cal1": _build_cal1(first, make_labelers(first, prefix="c1-")),
+        "study": _build_study(second, make_labelers(second, prefix="c2-")),
+    }
+
+
+_shared_world, worlds = shared_world("worlds", _build_worlds)
+
+
+@pytest.fixture
+def cal1(worlds):
+    """Calibration 1: 8 images labelled by four labelers as ``TONES`` says (its project: ``cal1.project``,
+    led by ``cal1.project.created_by``)."""
+    return worlds["cal1"]
+
+
+@pytest.fixture
+def study(worlds):
+    return worlds["study"]
+
+
+def test_every_rate_on_the_dashboard_carries_its_interval(client, study):
+    project = study["main"].project
+    lead = project.created_by
     from labeling.services.consensus import MAX_INTERVAL_WIDTH
 
     body = _api(client, lead, project, study["main"])
@@ -507,7 +541,9 @@ def test_every_rate_on_the_dashboard_carries_its_interval(client, lead, project,
     )
 
 
-def test_a_rate_with_a_too_wide_interval_says_too_little_data_everywhere(client, lead, project, study):
+def test_a_rate_with_a_too_wide_interval_says_too_little_data_everywhere(client, study):
+    project = study["main"].project
+    lead = project.created_by
     body = _api(client, lead, project, study["main"])
     retest = {row["labeler"]: row for row in body["test_retest"]["per_labeler"]}
     # Up to 10 repeated images per labeler (fewer with skips): a middling exact share of 10 has a Wilson
@@ -560,9 +596,11 @@ def test_the_floor_rule_is_on_the_interval_width(k, n, shown):
 
 
 @pytest.mark.usefixtures("coefficients_from_few_images")
-def test_every_coefficient_carries_its_interval_and_the_width_rule(client, lead, project, study):
+def test_every_coefficient_carries_its_interval_and_the_width_rule(client, study):
     """Alpha (both levels), Fleiss' kappa, alpha without each labeler and the test-retest kappas: a BCa
     interval holding the value, shown only when at most MAX_COEFFICIENT_WIDTH wide; the matrix likewise."""
+    project = study["main"].project
+    lead = project.created_by
     from labeling.services.consensus import MAX_COEFFICIENT_WIDTH
 
     body = _api(client, lead, project, study["main"])
@@ -604,7 +642,8 @@ def test_every_coefficient_carries_its_interval_and_the_width_rule(client, lead,
 
 
 @pytest.mark.usefixtures("coefficients_from_few_images")
-def test_a_too_wide_coefficient_says_too_little_data_on_the_page(client, lead, project, cal1):
+def test_a_too_wide_coefficient_says_too_little_data_on_the_page(client, cal1):
+    lead, project = cal1.project.created_by, cal1.project
     # 8 images: the calibration-1 alpha and kappas have wide intervals; each one hidden shows its interval.
     summary = _api(client, lead, project, cal1)["selected"]
     page = _client(client, lead).get(f"/projects/{project.pk}/consensus/?phase={cal1.pk}").content.decode()

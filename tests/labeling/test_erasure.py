@@ -32,8 +32,8 @@ from labeling.services.data_manager import images_exclude
 from labeling.services.images import image_create_from_bytes, image_make_derivatives
 from labeling.services.labels import label_correct
 from labeling.services.review_decisions import review_decide
-from tests.factories import MembershipFactory, UserFactory, png_bytes
-from tests.labeling.helpers import open_calibration_1, submit
+from tests.factories import MembershipFactory, ProjectFactory, UserFactory, make_labelers, make_lead, png_bytes
+from tests.labeling.helpers import open_calibration_1, shared_world, submit
 
 pytestmark = pytest.mark.django_db
 
@@ -54,10 +54,14 @@ def files_under(root: Path) -> dict[str, str]:
     }
 
 
-@pytest.fixture
-def world(project, lead, labelers):
+def _build_world():
     """Two subjects with three images each (masks, display images, thumbnails, a baseline overlay), labelled by
-    four labelers, one image excluded and one decided, a correction, and release v1 published."""
+    four labelers, one image excluded and one decided, a correction, and release v1 published. Built once per
+    module (``shared_world``, each test with its own copy of the media folder); every test of the module uses
+    its lead, project and labelers."""
+    lead = make_lead()
+    project = ProjectFactory(created_by=lead)
+    labelers = make_labelers(project)
     subjects = {
         key: Subject.objects.create(project=project, external_id=key, attributes={"age": 30}) for key in (GONE, KEPT)
     }
@@ -91,7 +95,32 @@ def world(project, lead, labelers):
     review_decide(phase=phase, image=gone_images[1], state="accepted", user=lead)
     label_correct(label=Label.objects.filter(image=gone_images[2]).first(), user=lead, reason="slip", tones=[4])
     release = publish(project, lead)
-    return {"project": project, "phase": phase, "gone": gone_images, "release": release}
+    return {
+        "project": project,
+        "lead": lead,
+        "labelers": labelers,
+        "phase": phase,
+        "gone": gone_images,
+        "release": release,
+    }
+
+
+_shared_world, world = shared_world("world", _build_world, private_media=True)
+
+
+@pytest.fixture
+def lead(world):
+    return world["lead"]
+
+
+@pytest.fixture
+def labelers(world):
+    return world["labelers"]
+
+
+@pytest.fixture
+def project(world):
+    return world["project"]
 
 
 def publish(project, lead) -> Release:
