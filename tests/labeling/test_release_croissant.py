@@ -18,13 +18,14 @@ from labeling.models import ImageBaseline, Release
 from labeling.services import releases as svc
 from labeling.services.releases.bundle import file_info
 from labeling.services.releases.croissant import imagefolder_readme, licence_ids
+from tests.factories import ProjectFactory, make_lead
+from tests.labeling.helpers import shared_world
 from tests.labeling.test_releases import (  # noqa: F401  (fixtures)
     INCLUDE_ALL,
+    build_study,
     eager,
     make_release,
-    media,
-    study,
-    team,
+    make_team,
 )
 
 RAI = (
@@ -39,9 +40,12 @@ RAI = (
 RECORD_SETS = {"images": "image_id", "labels": "label_id", "labelers": "labeler"}
 
 
-@pytest.fixture
-def released(study, lead, media):  # noqa: F811  (the imported fixtures)
-    """A release with photos: image 4 excluded (no baseline), labeler L1 sharing a profile, L2 not."""
+def _build_released():
+    """A release with photos: image 4 excluded (no baseline), labeler L1 sharing a profile, L2 not. Built once
+    for the module (``shared_world``; each test with its own copy of the files)."""
+    lead = make_lead("croissant-lead")
+    project = ProjectFactory(created_by=lead)
+    study = build_study(project, make_team(project))
     first, second = study["team"][:2]
     for member, shared in ((first, True), (second, False)):
         member.gender, member.region_of_upbringing, member.expertise = "woman", "West Africa", "dermatologist"
@@ -53,6 +57,9 @@ def released(study, lead, media):  # noqa: F811  (the imported fixtures)
     release = make_release(study["project"], lead, include={**INCLUDE_ALL, "no_baseline": False}, with_images=True)
     assert release.status == Release.Status.PUBLISHED, release.error
     return release
+
+
+_shared_world, released = shared_world("released", _build_released, private_media=True)
 
 
 def plain(value):

@@ -64,8 +64,7 @@ def media(settings, tmp_path):
     return Path(settings.MEDIA_ROOT)
 
 
-@pytest.fixture
-def team(project):
+def make_team(project):
     """Four labelers whose usernames and e-mails must never reach a release file."""
     return [
         MembershipFactory(
@@ -75,6 +74,11 @@ def team(project):
         )
         for i, name in enumerate(SECRET_NAMES, start=1)
     ]
+
+
+@pytest.fixture
+def team(project):
+    return make_team(project)
 
 
 def put(phase, image, labeler, tones, *, repeat=False, skip="", uncertain=False):
@@ -143,6 +147,10 @@ def good_baseline(image):
 
 @pytest.fixture
 def study(project, team, media):
+    return build_study(project, team)
+
+
+def build_study(project, team):
     """Eight images of four subjects labelled in every phase (labels written directly)."""
     images = add_images(project, 8, subjects=4)
     for i, subject in enumerate(Subject.objects.filter(project=project).order_by("external_id")):
