@@ -405,7 +405,7 @@ def fractions_in(obj, path="dashboard"):
             yield from fractions_in(value, f"{path}[{i}]")
 
 
-def _build_study(project, labelers):
+def build_study(project, labelers):
     """60 main images x 4 labelers (skips, adjacent pairs, uncertain flags), 12 calibration-1 images of
     which 10 are labelled again in calibration 2 by every labeler, and 3 new calibration-2 images."""
     rng = np.random.default_rng(12)
@@ -461,7 +461,7 @@ def _build_worlds():
     second = ProjectFactory(created_by=lead)
     return {
         "cal1": _build_cal1(first, make_labelers(first, prefix="c1-")),
-        "study": _build_study(second, make_labelers(second, prefix="c2-")),
+        "study": build_study(second, make_labelers(second, prefix="c2-")),
     }
 
 

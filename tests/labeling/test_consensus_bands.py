@@ -11,9 +11,15 @@ from labeling.models import Image, Label, Phase, Subject
 from labeling.services.consensus import COEFFICIENT_MIN_UNITS, test_retest_compute
 from labeling.services.phases import phase_get
 from tests.labeling.helpers import add_images
-from tests.labeling.test_consensus import _api, _client, study  # noqa: F401  (fixture)
+from tests.labeling.test_consensus import _api, _client, build_study
 
 N_IMAGES = 160
+
+
+@pytest.fixture
+def study(project, labelers):
+    """test_consensus's study (60 main images, calibration 1 and 2 with repeats) in this test's project."""
+    return build_study(project, labelers)
 
 
 @pytest.fixture(scope="module", params=[None, 2], ids=["one-photo-each", "two-photos-each"])
@@ -154,7 +160,7 @@ def test_each_labelers_overall_bias_has_its_interval_by_the_bands_rule(client, b
     assert "median of the other" not in html
 
 
-def test_the_change_of_a_labelers_bias_between_phases_has_its_interval(client, lead, project, study):  # noqa: F811
+def test_the_change_of_a_labelers_bias_between_phases_has_its_interval(client, lead, project, study):
     """Baselines and drift: each phase after a labeler's first carries the change of their bias (against the
     others' mean on the same images) with a Welch interval, and the page shows it; no 'vs panel' point."""
     main = Phase.objects.get(project=project, kind=Phase.Kind.MAIN)
@@ -185,7 +191,7 @@ def test_the_change_of_a_labelers_bias_between_phases_has_its_interval(client, l
     )
 
 
-def test_test_retest_kappas_resample_people_when_repeated_images_share_them(project, study):  # noqa: F811
+def test_test_retest_kappas_resample_people_when_repeated_images_share_them(project, study):
     before = test_retest_compute(project)
     assert before["pooled"]["weighted_kappa"]["unit"] == "images"
     assert before["pooled"]["weighted_kappa"]["n"] == 10
