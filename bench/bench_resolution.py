@@ -1,7 +1,7 @@
 """The same photo at 512 px, 2 MP and 12 MP, fast and full decode: how far apart its ITA readings are.
 
 Run: ``python bench/bench_resolution.py [--development-light | --held-out | --held-out-2 | --held-out-3 |
---held-out-4 | --held-out-5 | --held-out-6 | --time]``.
+--held-out-4 | --held-out-5 | --held-out-6 | --held-out-7 | --time]``.
 
 ``--time``: the time of one ``measure_image`` (default detector) per reading of the development cases
 (median over the 20 cases; 512 px, 2 MP and 12 MP through the fast path, 2 MP and 12 MP fully decoded).
@@ -22,7 +22,11 @@ bicubic master, box reduction in linear light, quality 80 4:2:2 JPEG; session 37
 ran on it). ``--held-out-6``: the sixth (``held_out_6_scenes``: yellow light 0.3 stop under, the head turned 6
 degrees clockwise 0.4 stop over, the face small and high on the left of a 3:2 frame, a textured 4:3 wall and a
 tight chin-cut crop; Lanczos master, Hamming reduction, the 512 px file reduced from the 2 MP one, progressive
-quality 75 4:2:0 JPEG; session 38, committed before any method ran on it).
+quality 75 4:2:0 JPEG; session 38, committed before any method ran on it). ``--held-out-7``: the seventh
+(``held_out_7_scenes``: 0.7 stop over, a whole stop under with the head turned 21 degrees clockwise, the face
+small in a square frame 2.6 times the portrait, the bottom right of a 4:5 frame and a vignette; bilinear master,
+Lanczos reductions, the 512 px file sharpened, quality 70 4:2:0 JPEG; session 39, committed before any method
+ran on it, and not run in session 39).
 
 Each evaluation portrait (scikit-image's astronaut, Matplotlib's Grace Hopper) recoloured to each Monk
 tone is enlarged (Lanczos) to a 12 MP master, exported at 2 MP and 512 px from it (Lanczos), and each
@@ -68,7 +72,7 @@ def readings(portrait, tone: int, detector: str) -> dict[str, float | None]:
 
 
 def held_out(which: int = 1) -> None:
-    """The held-out scenes (``tests/colorimetry/resolution_sets.py``; ``which``: the first to sixth
+    """The held-out scenes (``tests/colorimetry/resolution_sets.py``; ``which``: the first to seventh
     held-out set), default detector: per reading and overall."""
     from tests.colorimetry import resolution_sets
 
@@ -165,7 +169,7 @@ def timing() -> None:
 
 
 def main() -> None:
-    for which in (6, 5, 4, 3, 2):
+    for which in (7, 6, 5, 4, 3, 2):
         if f"--held-out-{which}" in sys.argv:
             held_out(which)
             return

@@ -613,3 +613,108 @@ def held_out_6_readings(scene: Scene, measure: Callable[..., dict], **options: o
     """:func:`readings` of one scene of the sixth held-out set with its export (:func:`export_6`)."""
     with tempfile.TemporaryDirectory() as tmp:
         return readings(export_6(scene.rgb, Path(tmp)), measure, **options)
+
+
+# --------------------------------------------------------------------------- the seventh held-out set
+# Session 39, written down and committed before any method ran on it (docs/colorimetry-resolution.md: it is
+# kept for the next candidate, which is to be developed on development scenes only).
+
+#: The seventh set's export: a bilinear 12 MP master; the 2 MP and 512 px files each reduced from the master
+#: with Lanczos; the 512 px file then sharpened (an unsharp mask, as sharing services do to small copies);
+#: baseline (not progressive) JPEGs at quality 70 with 4:2:0 chroma. No earlier set stored under quality 75
+#: or sharpened a file (development: Lanczos / Lanczos / 92; first: bicubic / box / 85; second: bilinear /
+#: Hamming / 90; third: Hamming / bicubic / 88 4:2:2 EXIF-rotated; fourth: Lanczos / bilinear / 95 4:4:4;
+#: fifth: bicubic / box in linear light / 80 4:2:2; sixth: Lanczos / Hamming chained / 75 progressive).
+HELD_OUT_7_EXPORT = {"master": Image.Resampling.BILINEAR, "down": Image.Resampling.LANCZOS, "quality": 70}
+#: The unsharp mask on the 512 px file (Pillow's ImageFilter.UnsharpMask: radius, percent, threshold).
+HELD_OUT_7_SHARPEN = (1.2, 70, 2)
+#: Over- and under-exposure past every earlier set's (+0.5 and -0.6 stop at most).
+OVER_7, UNDER_7 = 0.7, -1.0
+#: The head turned 21 degrees clockwise in the image plane (earlier sets: +8, -12, +17, -6).
+ROLL_7 = -21.0
+#: Reframings no earlier set has: the face at the bottom right of a 4:5 portrait frame on a pale-green wall,
+#: and the portrait behind a dark vignette (the frame's corners darkened to a third).
+FRAMES_7 = ("bottom_right_4x5", "vignette")
+
+
+def _small_square(rgb: np.ndarray) -> np.ndarray:
+    """The portrait centred on a square frame 2.6 times its width on a warm-grey wall: the face smaller in the
+    frame than in any earlier set (the third's wall 1.7 times, the fifth's 2.3, the sixth's 2)."""
+    h, w = rgb.shape[:2]
+    side = max(round(2.6 * w), h)
+    wall = np.empty((side, side, 3), dtype=np.uint8)
+    wall[:] = (132, 124, 112)
+    y0, x0 = (side - h) // 2, (side - w) // 2
+    wall[y0 : y0 + h, x0 : x0 + w] = rgb
+    return wall
+
+
+def _framed_7(rgb: np.ndarray, frame: str) -> np.ndarray:
+    h, w = rgb.shape[:2]
+    if frame == "bottom_right_4x5":
+        width = round(w * 1.5)
+        height = max(round(width * 5 / 4), h)
+        wall = np.empty((height, width, 3), dtype=np.uint8)
+        wall[:] = (176, 196, 170)  # a pale-green wall
+        wall[height - h :, width - w :] = rgb
+        return wall
+    y, x = np.mgrid[0:h, 0:w]
+    r = np.hypot((x - w / 2) / (w / 2), (y - h / 2) / (h / 2)) / np.sqrt(2)  # 0 at the centre, 1 at a corner
+    gain = 1.0 - (2.0 / 3.0) * np.clip((r - 0.45) / 0.55, 0.0, 1.0) ** 2
+    return np.clip(rgb.astype(np.float64) * gain[..., None], 0, 255).round().astype(np.uint8)
+
+
+def held_out_7_scenes() -> Iterator[Scene]:
+    """The 72 scenes of the seventh held-out set (session 39, written down before any method ran on it; the
+    first six had all been seen). Both portraits x ten tones x three scene kinds (60), plus 12 reframed
+    scenes at tones 1, 4 and 7 (noise seeds fixed per scene):
+
+    * ``camera_plus_0.7_stop``: the second recolouring model 0.7 stop over (highlights near clipping on the
+      light tones), neutral light, sensor noise;
+    * ``first_rolled_minus_21_deg_minus_1_stop``: the first model a whole stop under, the head turned 21
+      degrees clockwise, sensor noise;
+    * ``camera_small_face_square``: the second model centred on a square frame 2.6 times the portrait's
+      width (:func:`_small_square`), sensor noise;
+    * reframed (:data:`FRAMES_7`): the first model at its exposure, at the bottom right of a 4:5 frame or
+      behind a vignette, sensor noise.
+    """
+    for portrait in (first.astronaut(), first.grace_hopper()):
+        for tone in range(1, 11):
+            rgb = first.exposure(OVER_7)(camera_model.recoloured_camera(portrait, tone), portrait.truth, tone)[0]
+            yield Scene(f"{portrait.name} camera_plus_0.7_stop MST {tone}", camera_model.camera(rgb, 2100 + tone))
+        for tone in range(1, 11):
+            rgb = first.exposure(UNDER_7)(first.recoloured(portrait, tone), portrait.truth, tone)[0]
+            yield Scene(
+                f"{portrait.name} first_rolled_minus_21_deg_minus_1_stop MST {tone}",
+                camera_model.camera(_rotated(rgb, ROLL_7), 2200 + tone),
+            )
+        for tone in range(1, 11):
+            rgb = _small_square(camera_model.recoloured_camera(portrait, tone))
+            yield Scene(f"{portrait.name} camera_small_face_square MST {tone}", camera_model.camera(rgb, 2300 + tone))
+        for frame in FRAMES_7:
+            for tone in (1, 4, 7):
+                rgb = first.recoloured(portrait, tone)
+                yield Scene(
+                    f"{portrait.name} {frame} MST {tone}", camera_model.camera(_framed_7(rgb, frame), 2400 + tone)
+                )
+
+
+def export_7(rgb: np.ndarray, directory: Path) -> dict[str, Path]:
+    """The seventh held-out set's export (:data:`HELD_OUT_7_EXPORT`, :data:`HELD_OUT_7_SHARPEN`): the 12 MP
+    master, the 2 MP and 512 px files reduced from it, the 512 px one sharpened; baseline JPEGs at quality
+    70, 4:2:0."""
+    from PIL import ImageFilter
+
+    files = {}
+    for name, side, image in _sized(rgb, HELD_OUT_7_EXPORT["master"], HELD_OUT_7_EXPORT["down"]):
+        if name == "512 px":
+            image = image.filter(ImageFilter.UnsharpMask(*HELD_OUT_7_SHARPEN))
+        files[name] = directory / f"{side}.jpg"
+        image.save(files[name], quality=HELD_OUT_7_EXPORT["quality"], subsampling=2, optimize=True)
+    return files
+
+
+def held_out_7_readings(scene: Scene, measure: Callable[..., dict], **options: object) -> dict[str, float | None]:
+    """:func:`readings` of one scene of the seventh held-out set with its export (:func:`export_7`)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        return readings(export_7(scene.rgb, Path(tmp)), measure, **options)
