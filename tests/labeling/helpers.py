@@ -118,7 +118,10 @@ def shared_world(name: str, build, *, private_media: bool = False):
     savepoint inside it (the ``db`` fixture), so it sees the world as built whatever an earlier test wrote,
     and gets a deep copy of what ``build()`` returned (a test that changes an object changes its copy only).
     A test outside the world that runs after it runs inside that transaction too: the world's usernames must
-    differ from the ``lead`` fixture's and the other usernames of the module.
+    differ from the ``lead`` fixture's and the other usernames of the module, and such a test must ask for its
+    own project's rows (``Image.objects.filter(project=project)``, not ``Image.objects.count()``): xdist may
+    run it after the world is built (each world module passes with its tests in reverse order, checked in
+    session 39).
     Files are not rolled back: with ``private_media`` each test gets its own copy of the world's media folder
     (``tmp_path / "media"``, a few milliseconds) for tests that delete or write files (an erasure, a second
     release whose id an earlier, rolled-back test also used).

@@ -4,8 +4,10 @@ and attributes, labelled on the whole photo with its box highlighted, measured i
 row with its box. A photo without boxes behaves as before.
 """
 
+import contextlib
 import io
 import json
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -14,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 from django.conf import settings as django_settings
 from django.db import IntegrityError, transaction
-from django.test import override_settings
+from django.test import TestCase, override_settings
 from PIL import Image as PILImage
 
 from colorimetry import measure_image, skin_tone_stats
@@ -27,7 +29,8 @@ from labeling.services.image_attributes import image_attributes_apply
 from labeling.services.images import image_create_from_bytes, image_make_derivatives
 from labeling.services.imports import import_files, import_manifest
 from labeling.services.phases import calibration_configure, phase_get, phase_open
-from tests.factories import MembershipFactory, UserFactory
+from tests.factories import MembershipFactory, ProjectFactory, UserFactory, make_lead
+from tests.labeling.helpers import shared_world
 from tests.labeling.test_releases import CARD, INCLUDE_ALL
 
 #: Three people side by side, each on their own skin colour (light, medium, deep), on a grey background.
@@ -85,14 +88,21 @@ def media(settings, tmp_path):
     return Path(settings.MEDIA_ROOT)
 
 
-@pytest.fixture
-def folder(tmp_path):
-    root = tmp_path / "imports"
+@contextlib.contextmanager
+def import_folder(parent: Path):
+    """The group photo, a single photo and a mask in ``parent / "imports"``, an import root for the block."""
+    root = parent / "imports"
     root.mkdir()
     (root / "group.png").write_bytes(group_photo())
     (root / "solo.png").write_bytes(single_photo())
     (root / "mask.png").write_bytes(full_mask())
     with override_settings(FAIRTONE={**django_settings.FAIRTONE, "IMPORT_ROOTS": [str(root)]}):
+        yield root
+
+
+@pytest.fixture
+def folder(tmp_path):
+    with import_folder(tmp_path) as root:
         yield root
 
 
@@ -160,7 +170,11 @@ def test_an_item_id_or_a_box_without_subject_is_kept(project, lead, folder):
     ]
     batch = run(project, lead, folder, lines)
     assert [o for _, o, _ in report(batch)] == ["imported"] * 3
-    assert set(Image.objects.values_list("external_id", flat=True)) == {"G-1", "group#110,20,80,120", "group#carol"}
+    assert set(Image.objects.filter(project=project).values_list("external_id", flat=True)) == {
+        "G-1",
+        "group#110,20,80,120",
+        "group#carol",
+    }
 
 
 BAD_ROWS = [
@@ -196,7 +210,7 @@ def test_a_bad_box_rejects_its_row_with_the_reason_and_nothing_of_its_photo_is_i
     assert list(Image.objects.filter(project=project).values_list("external_id", flat=True)) == ["solo"]
     assert set(Subject.objects.filter(project=project).values_list("external_id", flat=True)) == {"dan"}
     assert {p for p in stored_files(media) - before if "/originals/" in p.as_posix()} == {
-        Path(Image.objects.get(external_id="solo").original.path)
+        Path(Image.objects.get(project=project, external_id="solo").original.path)
     }
 
 
@@ -211,19 +225,22 @@ def test_a_photo_rejected_late_leaves_no_file_behind(project, lead, folder, medi
     assert [o for _, o, _ in outcomes] == ["rejected"] * 3
     assert "image id 'taken' is already used" in outcomes[2][2]
     assert "row 4, another box of the same photo, was rejected" in outcomes[0][2]
-    assert list(Image.objects.values_list("external_id", flat=True)) == ["taken"]
-    assert not Subject.objects.exists()
+    assert list(Image.objects.filter(project=project).values_list("external_id", flat=True)) == ["taken"]
+    assert not Subject.objects.filter(project=project).exists()
     originals = {p for p in stored_files(media) if "/originals/" in p.as_posix()}
-    assert originals == {Path(Image.objects.get().original.path)}
+    assert originals == {Path(Image.objects.get(project=project).original.path)}
 
 
 def test_the_fixed_manifest_imports_what_was_missing_and_skips_the_rest(project, lead, folder):
     run(project, lead, folder, [HEADER, *box_rows()[:2]])
-    assert Image.objects.count() == 2
+    assert Image.objects.filter(project=project).count() == 2
     batch = run(project, lead, folder, [HEADER, *box_rows()])
     assert [o for _, o, _ in report(batch)] == ["duplicate", "duplicate", "imported"]
     assert "the same box of the same photo as image 'group#alice'" in report(batch)[0][2]
-    assert Image.objects.count() == 3 and len(set(Image.objects.values_list("original", flat=True))) == 1
+    assert (
+        Image.objects.filter(project=project).count() == 3
+        and len(set(Image.objects.filter(project=project).values_list("original", flat=True))) == 1
+    )
 
 
 def test_whole_photo_and_boxes_of_the_same_file(project, lead, folder):
@@ -279,18 +296,32 @@ def test_the_same_photo_is_a_duplicate_for_the_same_box_only(project):
 # --------------------------------------------------------------------------- labeling
 
 
-@pytest.fixture
-def boxed(project, lead, folder, django_capture_on_commit_callbacks):
-    # The import's background work (display images, thumbnails, baselines) runs as it would after the commit.
-    with django_capture_on_commit_callbacks(execute=True):
-        run(project, lead, folder, [HEADER, *box_rows(), "solo.png,dan,man,slim,,,,"])
-    return {i.subject.external_id: i for i in Image.objects.filter(project=project).select_related("subject")}
+def _build_boxed():
+    """The group photo's three boxes and a single photo imported by manifest into a project of their own,
+    built once for the module (``shared_world``; each test with its own copy of the files: one erases)."""
+    lead = make_lead("boxes-lead")
+    project = ProjectFactory(created_by=lead)
+    with tempfile.TemporaryDirectory() as tmp, import_folder(Path(tmp)) as folder:
+        # The import's background work (display images, thumbnails, baselines) runs as it would after the commit.
+        with TestCase.captureOnCommitCallbacks(execute=True):
+            run(project, lead, folder, [HEADER, *box_rows(), "solo.png,dan,man,slim,,,,"])
+    images = {i.subject.external_id: i for i in Image.objects.filter(project=project).select_related("subject")}
+    return {"project": project, "lead": lead, "images": images}
+
+
+_shared_world, boxed_world = shared_world("boxed_world", _build_boxed, private_media=True)
 
 
 @pytest.fixture
-def three(project):
+def boxed(boxed_world):
+    """The imported items by subject (alice, bob, carol: the boxes; dan: the single photo)."""
+    return boxed_world["images"]
+
+
+@pytest.fixture
+def three(boxed_world):
     return [
-        MembershipFactory(project=project, user=UserFactory(username=f"boxer{i}"), pseudonym=f"B{i}")
+        MembershipFactory(project=boxed_world["project"], user=UserFactory(username=f"boxer{i}"), pseudonym=f"B{i}")
         for i in range(1, 4)
     ]
 
@@ -300,7 +331,8 @@ def open_all(project):
     return phase_open(phase=phase_get(project, "calibration_1"), labels_per_image=3)
 
 
-def test_the_labeler_gets_each_person_with_their_box_and_nothing_else(project, boxed, three, client_for):
+def test_the_labeler_gets_each_person_with_their_box_and_nothing_else(boxed_world, boxed, three, client_for):
+    project = boxed_world["project"]
     phase = open_all(project)
     api = client_for(three[0].user)
     seen = {}
@@ -330,7 +362,8 @@ def test_the_labeler_gets_each_person_with_their_box_and_nothing_else(project, b
     assert api.get(f"/images/{box_item.id}/file/original/").status_code == 404
 
 
-def test_the_labeling_page_offers_the_zoom_to_the_person(project, boxed, three, client):
+def test_the_labeling_page_offers_the_zoom_to_the_person(boxed_world, boxed, three, client):
+    project = boxed_world["project"]
     phase = open_all(project)
     client.force_login(three[0].user)
     page = client.get(f"/phases/{phase.id}/label/").content.decode()
@@ -352,7 +385,9 @@ def test_the_baseline_measures_inside_the_box(project, lead, folder):
     parameters = baseline_parameters_effective(project)
     readings = {}
     for name in BOXES:
-        row = baseline_compute(image=Image.objects.get(subject__external_id=name), parameters=parameters)
+        row = baseline_compute(
+            image=Image.objects.get(project=project, subject__external_id=name), parameters=parameters
+        )
         assert row.status == "ok", row.error
         assert row.stats["region"] == list(BOXES[name])
         readings[name] = row.ita_median
@@ -366,7 +401,7 @@ def test_the_baseline_measures_inside_the_box(project, lead, folder):
     assert whole["ita_iqr"] > 50 and "wide_ita_spread" in whole["flags"]
     assert all(row.stats["ita_iqr"] < 0.5 for row in ImageBaselineRows(project))
     # The overlay covers the whole photo (laid over its display image), the outside of the box dimmed.
-    row = Image.objects.get(subject__external_id="bob").baselines.get()
+    row = Image.objects.get(project=project, subject__external_id="bob").baselines.get()
     with row.overlay.open("rb") as handle:
         overlay = np.asarray(PILImage.open(handle))
     assert overlay.shape == (PHOTO_SIZE[1], PHOTO_SIZE[0])
@@ -382,7 +417,8 @@ def ImageBaselineRows(project):  # noqa: N802 - reads like the model it lists
 # --------------------------------------------------------------------------- from manifest to release rows
 
 
-def test_a_three_person_photo_goes_from_manifest_to_labels_to_release_rows(project, lead, boxed, three, client_for):
+def test_a_three_person_photo_goes_from_manifest_to_labels_to_release_rows(boxed_world, boxed, three, client_for):
+    project, lead = boxed_world["project"], boxed_world["lead"]
     phase = open_all(project)
     tones = {"alice": 3, "bob": 6, "carol": 9, "dan": 5}
     by_id = {i.id: name for name, i in boxed.items()}
@@ -447,8 +483,9 @@ def test_a_three_person_photo_goes_from_manifest_to_labels_to_release_rows(proje
 
 
 def test_erasing_one_person_keeps_the_photo_for_the_others_and_says_so(
-    project, lead, boxed, media, django_capture_on_commit_callbacks
+    boxed_world, boxed, media, django_capture_on_commit_callbacks
 ):
+    project, lead = boxed_world["project"], boxed_world["lead"]
     preview = subject_erase_preview(project=project, external_id="alice")
     assert preview["images"] == 1
     assert preview["shared_photos"] == [{"image": "group#alice", "kept_by": ["group#bob", "group#carol"]}]
@@ -460,24 +497,30 @@ def test_erasing_one_person_keeps_the_photo_for_the_others_and_says_so(
     assert record.counts["photos_kept_for_other_boxes"] == 1
     assert original.exists()  # Bob's and Carol's boxes still use it
     assert not any(p.exists() for p in own)
-    assert set(Image.objects.values_list("external_id", flat=True)) == {"group#bob", "group#carol", "solo"}
+    assert set(Image.objects.filter(project=project).values_list("external_id", flat=True)) == {
+        "group#bob",
+        "group#carol",
+        "solo",
+    }
     for name in ("bob", "carol"):
         with django_capture_on_commit_callbacks(execute=True):
             subject_erase(project=project, external_id=name, user=lead, confirm=name)
     assert not original.exists()  # the last box gone: the photo goes too
 
 
-def test_the_erase_page_warns_that_the_photo_stays(project, lead, boxed, client):
+def test_the_erase_page_warns_that_the_photo_stays(boxed_world, boxed, client):
+    project, lead = boxed_world["project"], boxed_world["lead"]
     client.force_login(lead)
     page = client.get(f"/projects/{project.pk}/subjects/bob/erase/").content.decode()
     assert 'id="erase-shared"' in page and "group#bob: kept by group#alice, group#carol" in page
 
 
-def test_attributes_are_applied_to_a_box_by_file_and_box(project, lead, boxed):
+def test_attributes_are_applied_to_a_box_by_file_and_box(boxed_world, boxed):
+    project, lead = boxed_world["project"], boxed_world["lead"]
     text = "file,x,y,width,height,age\ngroup.png,110,20,80,120,41\n"
     result = image_attributes_apply(project=project, data=text.encode(), name="m.csv", user=lead)
     assert result["applied"] and result["counts"]["updated"] == 1
-    assert Subject.objects.get(external_id="bob").attributes["age"] == 41
+    assert Subject.objects.get(project=project, external_id="bob").attributes["age"] == 41
     ambiguous = image_attributes_apply(project=project, data=b"file,age\ngroup.png,3\n", name="m.csv", user=lead)
     assert not ambiguous["applied"]
     assert "3 images come from 'group.png'" in ambiguous["rows"][0]["reason"]
@@ -487,7 +530,8 @@ def test_attributes_are_applied_to_a_box_by_file_and_box(project, lead, boxed):
     assert missing["rows"][0]["outcome"] == "unknown"
 
 
-def test_the_data_manager_shows_each_box_with_its_own_thumbnail(project, lead, boxed, client):
+def test_the_data_manager_shows_each_box_with_its_own_thumbnail(boxed_world, boxed, client):
+    project, lead = boxed_world["project"], boxed_world["lead"]
     client.force_login(lead)
     data = client.get(f"/api/projects/{project.pk}/data/?search=group").json()
     rows = {r["external_id"]: r for r in data["results"]}
