@@ -8,7 +8,10 @@ wrong types). Two labelers in the same state each submit the same payload to the
 through the fast route and one through the general view (``?format=json``). Both must answer the same
 status and message and store the same rows. A rule added to one path only makes them differ: adding to
 the general view "refuse uncertain answers under 100 ms" (three lines) fails this test at once, where the
-27 hand-picked cases of ``test_submit_fast.py`` stayed green.
+27 hand-picked cases of ``test_submit_fast.py`` stayed green (that rule is in the table now). Valid values are
+drawn over their whole range, ends included: "an uncertain answer within the hour" planted in the general
+view alone (session 41) went unseen while valid times were drawn under 1,000 s, and now fails it in 20 s
+with the payload that splits the paths (``time_spent_ms`` 3,931,355, uncertain: fast 201, general 400).
 
 Both paths take their rules from one table (``services.submit_rules``); this test finds a rule written
 outside it, in one path, on the states and payloads drawn here (a rule on a state not drawn, e.g. the
@@ -28,6 +31,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from labeling.models import Image, Label, Membership, Phase
+from labeling.services.submit_rules import MAX_CLIENT_INFO_KEYS, MAX_TIME_SPENT_MS
 from tests.factories import MembershipFactory, UserFactory
 from tests.labeling.helpers import add_box_images, add_images, open_calibration_1
 from tests.labeling.test_submit_fast import row_fields
@@ -58,7 +62,9 @@ PAYLOAD_FAULTS = {
     ),
     "uncertain": st.one_of(st.none(), st.just("yes"), st.just(1)),
     "skip_reason": st.one_of(st.sampled_from(["  other ", "boredom", "no skin visible"]), st.none()),
-    "time_spent_ms": st.one_of(st.integers(-5, -1), st.integers(10**8, 10**9), st.just("12"), st.none()),
+    "time_spent_ms": st.one_of(
+        st.integers(-5, -1), st.just(MAX_TIME_SPENT_MS + 1), st.integers(10**8, 10**9), st.just("12"), st.none()
+    ),
     "tone_order": st.one_of(st.lists(st.integers(0, 11), max_size=11), st.just("1,2"), st.just([])),
     "client_info": st.one_of(st.just([]), st.just("x"), st.none()),
     "image": st.sampled_from(["foreign", "text", "huge", "zero"]),
@@ -84,12 +90,24 @@ def cases(draw):
     if draw(st.booleans()):
         payload["uncertain"] = state["uncertain"] and draw(st.booleans())
     if draw(st.booleans()):
-        payload["time_spent_ms"] = draw(st.one_of(st.integers(0, 300), st.integers(0, 10**6)))
+        # Valid values over their whole range, the ends included: a rule on a band of valid times (an
+        # uncertain answer within the hour, say) shows as readily as one on a short time.
+        payload["time_spent_ms"] = draw(
+            st.one_of(
+                st.integers(0, 300),
+                st.integers(0, MAX_TIME_SPENT_MS),
+                st.sampled_from([0, 99, 100, 3_600_000, MAX_TIME_SPENT_MS]),
+            )
+        )
     if draw(st.booleans()):
         payload["tone_order"] = draw(st.permutations(list(range(1, 11))))
     if draw(st.booleans()):
         payload["client_info"] = draw(
-            st.dictionaries(st.sampled_from(["ua", "dpr", "w"]), st.one_of(st.integers(), st.text(max_size=5)))
+            st.dictionaries(
+                st.one_of(st.sampled_from(["ua", "dpr", "w"]), st.text(min_size=1, max_size=70)),
+                st.one_of(st.integers(), st.text(max_size=5), st.booleans(), st.none(), st.text(max_size=250)),
+                max_size=MAX_CLIENT_INFO_KEYS + 5,
+            )
         )
     if state["reasons"] and draw(st.integers(0, 4)) == 0:  # a valid skip
         payload = {**payload, "tones": [], "skip_reason": draw(st.sampled_from(state["reasons"]))}
@@ -142,9 +160,17 @@ def _apply(world, state) -> None:
 
 def _body(world, key: str, payload: dict) -> dict:
     membership = world[key]
+    # Both labelers answer at the same position of their queues, the first that neither has done: when one
+    # path stored what the other refused, the next examples (Hypothesis's shrinking among them) still find an
+    # open image for both, instead of one labeler's queue running out first and the failure reported being
+    # that artefact ("not assigned to you") rather than the payload that split the paths.
+    done = world["phase"].assignments.filter(
+        labeler__in=[world["fast"], world["general"]], done_at__isnull=False
+    ) | world["phase"].assignments.filter(labeler__in=[world["fast"], world["general"]], label__isnull=False)
     todo = (
         world["phase"]
-        .assignments.filter(labeler=membership, done_at__isnull=True, label__isnull=True)
+        .assignments.filter(labeler=membership)
+        .exclude(position__in=done.values("position"))
         .order_by("position")
         .first()
     )
