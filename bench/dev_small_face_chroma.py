@@ -1,7 +1,12 @@
 """Development material for issue 21 (no held-out set): how far a small face's 512 px reading drifts from the
 12 MP full decode, against the face's size in the file's chroma samples.
 
-Run: ``python bench/dev_small_face_chroma.py [--quick]``.
+Run: ``python bench/dev_small_face_chroma.py [--quick] [--erode R]``.
+
+``--erode R`` (an experiment, not the method): the detector's sample (its mask and the support of its
+weights) eroded by R pixels before the ITA is taken, in both readings (the 512 px fast read and the 12 MP
+full decode both analyse the file's own pixels, so R is in file pixels in both), falling back to the
+sample itself when fewer than 100 pixels would remain.
 
 Scenes (made for this study only; no held-out set uses them): both evaluation portraits, the second
 recolouring model (``skin_evaluation_camera``) at each Monk tone, on a 16:9 wall ``factor`` times the
@@ -59,6 +64,33 @@ def chroma_width(path: Path, result: dict) -> tuple[float, int, float]:
     return box[2] * scale, factor, result["n_skin_pixels"] * scale**2 / (factor * vertical)
 
 
+def erode_samples(radius: int) -> None:
+    """Wrap ``colorimetry.stats.select_skin`` so that a face's sample is eroded by ``radius`` pixels."""
+    import dataclasses
+
+    import cv2
+
+    from colorimetry import stats
+
+    select = stats.select_skin
+    kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * radius + 1, 2 * radius + 1))
+
+    def eroded(rgb, mask=None, **options):
+        selection = select(rgb, mask, **options)
+        if selection.source != "face":
+            return selection
+        support = selection.weights > 0 if selection.weights is not None else selection.mask
+        kept = cv2.erode(support.astype(np.uint8), kernel, borderType=cv2.BORDER_CONSTANT, borderValue=0) > 0
+        if np.count_nonzero(kept) < 100:
+            return selection
+        weights = (
+            None if selection.weights is None else np.where(kept, selection.weights, 0).astype(selection.weights.dtype)
+        )
+        return dataclasses.replace(selection, mask=selection.mask & kept, weights=weights)
+
+    stats.select_skin = eroded
+
+
 def main(quick: bool = False) -> None:
     rows = []
     tones = (1, 2, 4, 7, 10) if quick else range(1, 11)
@@ -109,4 +141,6 @@ def main(quick: bool = False) -> None:
 
 
 if __name__ == "__main__":
+    if "--erode" in sys.argv:
+        erode_samples(int(sys.argv[sys.argv.index("--erode") + 1]))
     main(quick="--quick" in sys.argv)
