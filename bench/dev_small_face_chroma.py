@@ -11,11 +11,11 @@ sample itself when fewer than 100 pixels would remain.
 Scenes (made for this study only; no held-out set uses them): both evaluation portraits, the second
 recolouring model (``skin_evaluation_camera``) at each Monk tone, on a 16:9 wall ``factor`` times the
 portrait's width (factors 1.0, 1.4, 1.8, 2.2, 2.8; walls of three colours by tone), the portrait at the
-bottom centre, camera noise seeds 500 + tone. Export: a Lanczos 12 MP master, 2 MP and 512 px reduced from
-it with bicubic; the 512 px file stored at JPEG quality 75 4:2:0, 92 4:2:0 and 75 4:4:4; the 12 MP reference
-at quality 92 4:2:0, fully decoded. Printed per 512 px file: the face box's width in the file's pixels
-and in its chroma samples (the width over the horizontal subsampling factor), the drift (512 px fast
-reading minus the 12 MP full decode), then the largest |drift| by bands of chroma samples.
+bottom centre, camera noise seeds 500 + tone. Export: a Lanczos 12 MP master (the reference: quality 92 4:2:0,
+fully decoded) and a 512 px file reduced from it with bicubic, stored at JPEG quality 75 4:2:0, 92 4:2:0 and
+75 4:4:4. Printed per 512 px file: the face box's width in the file's pixels and in its chroma samples (the
+width over the horizontal subsampling factor), the skin sample's area in chroma samples, the drift (512 px
+fast reading minus the 12 MP full decode); then the largest |drift| by bands of each of the two sizes.
 """
 
 from __future__ import annotations
@@ -125,16 +125,21 @@ def main(quick: bool = False) -> None:
                             f"{width / sub:5.0f} chroma samples, skin {area:6.0f} chroma samples, drift {drift:+.2f}",
                             flush=True,
                         )
-    print("\nlargest |drift| by the face's width in chroma samples (512 px files):")
-    bands = [(0, 30), (30, 40), (40, 50), (50, 60), (60, 80), (80, 100), (100, 1000)]
+    print()
+    _by_band(rows, 5, "the face's width", [(0, 30), (30, 40), (40, 50), (50, 60), (60, 80), (80, 100), (100, 1000)])
+    _by_band(
+        rows,
+        7,
+        "the skin sample's area",
+        [(0, 200), (200, 400), (400, 600), (600, 800), (800, 1200), (1200, 2000), (2000, 10**6)],
+    )
+
+
+def _by_band(rows: list[tuple], column: int, what: str, bands: list[tuple[int, int]]) -> None:
+    """The largest |drift| and the count over 1 degree per band of ``rows[column]`` (chroma samples)."""
+    print(f"largest |drift| by {what} in chroma samples (512 px files):")
     for lo, hi in bands:
-        inside = [abs(r[6]) for r in rows if lo <= r[5] < hi]
-        if inside:
-            over = sum(d > 1.0 for d in inside)
-            print(f"  [{lo:3}, {hi:4}): {len(inside):3} files, worst {max(inside):.2f}, over 1 degree: {over}")
-    print("largest |drift| by the skin sample's area in chroma samples (512 px files):")
-    for lo, hi in [(0, 200), (200, 400), (400, 600), (600, 800), (800, 1200), (1200, 2000), (2000, 10**6)]:
-        inside = [abs(r[6]) for r in rows if lo <= r[7] < hi]
+        inside = [abs(r[6]) for r in rows if lo <= r[column] < hi]
         if inside:
             over = sum(d > 1.0 for d in inside)
             print(f"  [{lo:4}, {hi:7}): {len(inside):3} files, worst {max(inside):.2f}, over 1 degree: {over}")

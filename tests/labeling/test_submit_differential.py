@@ -26,6 +26,7 @@ import uuid
 import pytest
 from django.core.cache import cache
 from django.db import connection
+from django.db.models import Q
 from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -165,8 +166,8 @@ def _body(world, key: str, payload: dict) -> dict:
     # open image for both, instead of one labeler's queue running out first and the failure reported being
     # that artefact ("not assigned to you") rather than the payload that split the paths.
     done = world["phase"].assignments.filter(
-        labeler__in=[world["fast"], world["general"]], done_at__isnull=False
-    ) | world["phase"].assignments.filter(labeler__in=[world["fast"], world["general"]], label__isnull=False)
+        Q(done_at__isnull=False) | Q(label__isnull=False), labeler__in=[world["fast"], world["general"]]
+    )
     todo = (
         world["phase"]
         .assignments.filter(labeler=membership)
