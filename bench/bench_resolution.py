@@ -1,7 +1,7 @@
 """The same photo at 512 px, 2 MP and 12 MP, fast and full decode: how far apart its ITA readings are.
 
 Run: ``python bench/bench_resolution.py [--development-light | --held-out | --held-out-2 | --held-out-3 |
---held-out-4 | --held-out-5 | --held-out-6 | --held-out-7 | --time]``.
+--held-out-4 | --held-out-5 | --held-out-6 | --held-out-7 [--lossless] | --time]``.
 
 ``--time``: the time of one ``measure_image`` (default detector) per reading of the development cases
 (median over the 20 cases; 512 px, 2 MP and 12 MP through the fast path, 2 MP and 12 MP fully decoded).
@@ -26,7 +26,8 @@ quality 75 4:2:0 JPEG; session 38, committed before any method ran on it). ``--h
 (``held_out_7_scenes``: 0.7 stop over, a whole stop under with the head turned 21 degrees clockwise, the face
 small in a square frame 2.6 times the portrait, the bottom right of a 4:5 frame and a vignette; bilinear master,
 Lanczos reductions, the 512 px file sharpened, quality 70 4:2:0 JPEG; session 39, committed before any method
-ran on it, and not run in session 39).
+ran on it, and not run in session 39). ``--held-out-7 --lossless``: the seventh set's scenes and chain with every
+file stored as PNG (session 42: resolution and decode path apart from the file's compression).
 
 Each evaluation portrait (scikit-image's astronaut, Matplotlib's Grace Hopper) recoloured to each Monk
 tone is enlarged (Lanczos) to a 12 MP master, exported at 2 MP and 512 px from it (Lanczos), and each
@@ -82,7 +83,9 @@ def held_out(which: int = 1) -> None:
     # The first set's functions have no number in their names (held_out_scenes, held_out_readings).
     prefix = "held_out" if which == 1 else f"held_out_{which}"
     scenes = getattr(resolution_sets, f"{prefix}_scenes")()
-    measure = getattr(resolution_sets, f"{prefix}_readings")
+    # ``--lossless`` (the seventh set only): the same files stored as PNG, resolution apart from compression.
+    lossless = which == 7 and "--lossless" in sys.argv
+    measure = getattr(resolution_sets, f"{prefix}_lossless_readings" if lossless else f"{prefix}_readings")
     for scene in scenes:
         values = measure(scene, measure_image, skin_detector=detector)
         found = [v for v in values.values() if v is not None]
