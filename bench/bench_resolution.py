@@ -1,7 +1,8 @@
 """The same photo at 512 px, 2 MP and 12 MP, fast and full decode: how far apart its ITA readings are.
 
 Run: ``python bench/bench_resolution.py [--development-light | --held-out | --held-out-2 | --held-out-3 |
---held-out-4 | --held-out-5 | --held-out-6 | --held-out-7 [--lossless] | --time]``.
+--held-out-4 | --held-out-5 | --held-out-6 | --held-out-7 | --time]``; with a held-out set ``[--lossless |
+--jpeg-100]``, and with the seventh ``[--unsharpened]``.
 
 ``--time``: the time of one ``measure_image`` (default detector) per reading of the development cases
 (median over the 20 cases; 512 px, 2 MP and 12 MP through the fast path, 2 MP and 12 MP fully decoded).
@@ -26,8 +27,10 @@ quality 75 4:2:0 JPEG; session 38, committed before any method ran on it). ``--h
 (``held_out_7_scenes``: 0.7 stop over, a whole stop under with the head turned 21 degrees clockwise, the face
 small in a square frame 2.6 times the portrait, the bottom right of a 4:5 frame and a vignette; bilinear master,
 Lanczos reductions, the 512 px file sharpened, quality 70 4:2:0 JPEG; session 39, committed before any method
-ran on it, and not run in session 39). ``--held-out-7 --lossless``: the seventh set's scenes and chain with every
-file stored as PNG (session 42: resolution and decode path apart from the file's compression).
+ran on it, and not run in session 39). Session 42: ``--lossless`` stores every file of a held-out set as PNG
+instead of JPEG, ``--jpeg-100`` as a quality-100 4:4:4 JPEG (nearly lossless, still DCT-scaled by the fast
+path): the set's chain without its compression; ``--unsharpened`` leaves the seventh set's 512 px file
+unsharpened, so that with either the readings differ by resolution and decode path alone.
 
 Each evaluation portrait (scikit-image's astronaut, Matplotlib's Grace Hopper) recoloured to each Monk
 tone is enlarged (Lanczos) to a 12 MP master, exported at 2 MP and 512 px from it (Lanczos), and each
@@ -39,6 +42,7 @@ smallest ITA) of the five readings, and the readings; then how many cases are wi
 
 from __future__ import annotations
 
+import functools
 import sys
 import tempfile
 from pathlib import Path
@@ -72,6 +76,28 @@ def readings(portrait, tone: int, detector: str) -> dict[str, float | None]:
     return out
 
 
+def _stored_as(measure, storage: str):
+    """``measure`` with every file the set's export stores written as ``storage`` instead (under the same
+    name, with its EXIF, so an EXIF-rotated file stays rotated): ``"png"``, lossless; ``"jpeg100"``, a
+    baseline JPEG at quality 100 with 4:4:4 chroma, nearly lossless and still read through libjpeg's DCT
+    scaling by the fast path. The set's chain without its compression. Pillow opens files by content."""
+    original_save = Image.Image.save
+    params = {"png": {"format": "PNG"}, "jpeg100": {"format": "JPEG", "quality": 100, "subsampling": 0}}[storage]
+
+    def save(image, fp, format=None, **given):  # noqa: A002 - Pillow's own parameter name
+        exif = given.get("exif")
+        return original_save(image, fp, **params, **({"exif": exif} if exif else {}))
+
+    def stored(scene, measure_image, **options):
+        Image.Image.save = save
+        try:
+            return measure(scene, measure_image, **options)
+        finally:
+            Image.Image.save = original_save
+
+    return stored
+
+
 def held_out(which: int = 1) -> None:
     """The held-out scenes (``tests/colorimetry/resolution_sets.py``; ``which``: the first to seventh
     held-out set), default detector: per reading and overall."""
@@ -83,9 +109,13 @@ def held_out(which: int = 1) -> None:
     # The first set's functions have no number in their names (held_out_scenes, held_out_readings).
     prefix = "held_out" if which == 1 else f"held_out_{which}"
     scenes = getattr(resolution_sets, f"{prefix}_scenes")()
-    # ``--lossless`` (the seventh set only): the same files stored as PNG, resolution apart from compression.
-    lossless = which == 7 and "--lossless" in sys.argv
-    measure = getattr(resolution_sets, f"{prefix}_lossless_readings" if lossless else f"{prefix}_readings")
+    measure = getattr(resolution_sets, f"{prefix}_readings")
+    if which == 7 and "--unsharpened" in sys.argv:  # the seventh set's 512 px file not sharpened
+        measure = functools.partial(resolution_sets.held_out_7_lossless_readings, sharpen=False)
+    # ``--lossless`` / ``--jpeg-100``: every file stored as PNG / quality-100 4:4:4 JPEG (compression apart).
+    for flag, storage in (("--lossless", "png"), ("--jpeg-100", "jpeg100")):
+        if flag in sys.argv:
+            measure = _stored_as(measure, storage)
     for scene in scenes:
         values = measure(scene, measure_image, skin_detector=detector)
         found = [v for v in values.values() if v is not None]

@@ -720,15 +720,16 @@ def held_out_7_readings(scene: Scene, measure: Callable[..., dict], **options: o
         return readings(export_7(scene.rgb, Path(tmp)), measure, **options)
 
 
-def export_7_lossless(rgb: np.ndarray, directory: Path) -> dict[str, Path]:
+def export_7_lossless(rgb: np.ndarray, directory: Path, *, sharpen: bool = True) -> dict[str, Path]:
     """The seventh set's export with every file stored losslessly (PNG) instead of as a quality-70 4:2:0 JPEG:
-    the same master, reductions and sharpening (:func:`export_7`), so that the readings differ by resolution
-    and decode path only (session 42's diagnostic: resolution apart from compression)."""
+    the same master, reductions and (unless ``sharpen`` is false) the 512 px file's sharpening
+    (:func:`export_7`). Session 42's diagnostic: with ``sharpen`` false the readings differ by resolution and
+    decode path only; with it, by those and the small copy's sharpening."""
     from PIL import ImageFilter
 
     files = {}
     for name, side, image in _sized(rgb, HELD_OUT_7_EXPORT["master"], HELD_OUT_7_EXPORT["down"]):
-        if name == "512 px":
+        if name == "512 px" and sharpen:
             image = image.filter(ImageFilter.UnsharpMask(*HELD_OUT_7_SHARPEN))
         files[name] = directory / f"{side}.png"
         image.save(files[name], compress_level=1)
@@ -736,8 +737,8 @@ def export_7_lossless(rgb: np.ndarray, directory: Path) -> dict[str, Path]:
 
 
 def held_out_7_lossless_readings(
-    scene: Scene, measure: Callable[..., dict], **options: object
+    scene: Scene, measure: Callable[..., dict], *, sharpen: bool = True, **options: object
 ) -> dict[str, float | None]:
     """:func:`readings` of one scene of the seventh held-out set stored losslessly (:func:`export_7_lossless`)."""
     with tempfile.TemporaryDirectory() as tmp:
-        return readings(export_7_lossless(scene.rgb, Path(tmp)), measure, **options)
+        return readings(export_7_lossless(scene.rgb, Path(tmp), sharpen=sharpen), measure, **options)

@@ -569,6 +569,8 @@ def test_baselines_page_shows_the_detector_figures_per_tone(project):
     figures = colorimetry.skin_detector_evaluation()
     assert figures["algorithm_version"] == colorimetry.ALGORITHM_VERSION
     section = html.split('id="detector-evaluation"')[1].split("</section>")[0]
+    # The lead is told that an edited small copy (sharpened, compressed) moves a small face's reading.
+    assert 'id="import-originals"' in section and "Import the originals." in section
     rows = section.split("<tbody>")[1].split("</tbody>")[0].split("</tr>")[:-1]
     assert len(rows) == 10
     for tone, row in enumerate(rows, start=1):
