@@ -1,6 +1,6 @@
 """Evaluate and time the skin detectors on the evaluation set; write colorimetry/skin_evaluation.json.
 
-Run: ``python bench/bench_skin_detector.py [--write] [--repeats 3]``.
+Run: ``python bench/bench_skin_detector.py [--write]``.
 
 The evaluation set is ``tests/colorimetry/skin_evaluation_set.py``: two
 public-domain portraits (scikit-image's astronaut, Matplotlib's Grace Hopper)

@@ -59,6 +59,9 @@ in a wide frame, a dozen pixels once the whole frame is letterboxed to 192 px, i
 must score higher than a whole frame's (:data:`TILE_MIN_DETECTION_SCORE`, :data:`TILE_MIN_MESH_SCORE`), as
 each tile is another chance for a false one. Where the whole frame has a face nothing changes
 (docs/colorimetry-resolution.md, session 38).
+Since colorimetry-5.6.0 the second look has a third level of squares, a third of the frame's short side,
+asked only when the whole frame and the larger squares found nothing: a very dark face small in a large
+frame scores 0.55 on the half-side squares and 0.86 on these (docs/colorimetry-resolution.md, session 42).
 """
 
 from __future__ import annotations
@@ -167,6 +170,13 @@ if LANDMARK_SCALE not in LANDMARK_SCALES:
 #: ``COLORIMETRY_FACE_TILES=0`` read at import turns the second look off: colorimetry-5.4.0 (the benches'
 #: comparison with the method before).
 FACE_TILES = os.environ.get("COLORIMETRY_FACE_TILES", "1") != "0"
+#: colorimetry-5.6.0 (docs/colorimetry-resolution.md, session 42): the second look's levels, coarse to fine
+#: (:func:`tile_origins`). The third, squares a third of the frame's short side, finds a very dark face small
+#: in a large frame that the half-side squares miss (BlazeFace scores it 0.55 there, 0.86 on the third).
+#: ``COLORIMETRY_FACE_TILE_LEVELS=2`` read at import gives colorimetry-5.5.0 (the benches' comparison).
+FACE_TILE_LEVELS = int(os.environ.get("COLORIMETRY_FACE_TILE_LEVELS", "3"))
+if FACE_TILE_LEVELS not in (2, 3):
+    raise ValueError(f"COLORIMETRY_FACE_TILE_LEVELS must be 2 or 3, got {FACE_TILE_LEVELS}")
 #: At most this many of the tiles' detections, most confident first, are given to Face Mesh to confirm.
 TILE_CANDIDATES = 3
 #: Each tile is one more chance for a false face, so a tile's face must be surer than a whole frame's: a
@@ -510,11 +520,12 @@ def tile_origins(width: int, height: int) -> list[list[tuple[int, int, int]]]:
     """The tiles of the second look, coarse to fine: each level a list of ``(x, y, side)`` squares.
 
     Level 1: squares as tall as the frame's short side at both ends and the middle of its long side (one
-    square for a square frame). Level 2: squares of half that side, each overlapping its neighbours by
-    half a square along both sides of the frame. Levels whose squares would be under :data:`MIN_TILE`
-    pixels are left out, and none at all for a frame no larger than the full-range model's input.
+    square for a square frame). Level 2: squares of half that side, and (since colorimetry-5.6.0, with
+    :data:`FACE_TILE_LEVELS` 3) level 3: squares of a third of it, each overlapping its neighbours by half a
+    square along both sides of the frame. Levels whose squares would be under :data:`MIN_TILE` pixels are
+    left out, and none at all for a frame no larger than the full-range model's input.
 
-    >>> [len(level) for level in tile_origins(1024, 683)]
+    >>> [len(level) for level in tile_origins(1024, 683)][:2]
     [3, 24]
     >>> tile_origins(192, 100)
     []
@@ -526,15 +537,16 @@ def tile_origins(width: int, height: int) -> list[list[tuple[int, int, int]]]:
     side = short
     if side >= MIN_TILE:
         levels.append([(x, y, side) for y in _spread(height, side, 3) for x in _spread(width, side, 3)])
-    side = short // 2
-    if side >= MIN_TILE:
-        ys, xs = (_spread(length, side, math.ceil((length - side) / (side / 2)) + 1) for length in (height, width))
-        levels.append([(x, y, side) for y in ys for x in xs])
+    for parts in range(2, FACE_TILE_LEVELS + 1):
+        side = short // parts
+        if side >= MIN_TILE:
+            ys, xs = (_spread(length, side, math.ceil((length - side) / (side / 2)) + 1) for length in (height, width))
+            levels.append([(x, y, side) for y in ys for x in xs])
     return levels
 
 
 def _tiled_faces(rgb: np.ndarray) -> list[MeshFace]:
-    """The second look (colorimetry-5.5.0): BlazeFace on each tile of :func:`tile_origins`, level by level;
+    """The second look (colorimetry-5.5.0; a third level since 5.6.0): BlazeFace on each tile of :func:`tile_origins`, level by level;
     the level's :data:`TILE_CANDIDATES` most confident detections of at least
     :data:`TILE_MIN_DETECTION_SCORE` (mapped back to the frame) are given to Face Mesh in turn, and the first
     it confirms with a tracked score of at least :data:`TILE_MIN_MESH_SCORE` is the face. ``detector`` says ``"<model>_tile"``."""

@@ -216,15 +216,20 @@ def _rules(rgb: np.ndarray, opaque: np.ndarray | None) -> np.ndarray:
 
 #: Stored with every result so a measurement can be traced to the code that
 #: produced it. Bump on any change that can move a number. The benches' comparisons with the methods before
-#: measure exactly as those did, and say so: ``COLORIMETRY_FACE_TILES=0`` is colorimetry-5.4.0, with
-#: ``COLORIMETRY_LANDMARK_SCALE=analysed`` too colorimetry-5.3.0 (that scale with the tiles was never a
-#: release: it says both).
+#: measure exactly as those did, and say so: ``COLORIMETRY_FACE_TILE_LEVELS=2`` is colorimetry-5.5.0,
+#: ``COLORIMETRY_FACE_TILES=0`` colorimetry-5.4.0, with ``COLORIMETRY_LANDMARK_SCALE=analysed`` too
+#: colorimetry-5.3.0 (that scale with the tiles was never a release: it says both). Without the tiles the
+#: number of tile levels does not matter.
 ALGORITHM_VERSION = {
-    ("fast_path", True): "colorimetry-5.5.0",
-    ("fast_path", False): "colorimetry-5.4.0",
-    ("analysed", False): "colorimetry-5.3.0",
-    ("analysed", True): "colorimetry-5.3.0+face-tiles",
-}[(landmarks.LANDMARK_SCALE, landmarks.FACE_TILES)]
+    ("fast_path", True, 3): "colorimetry-5.6.0",
+    ("fast_path", True, 2): "colorimetry-5.5.0",
+    ("fast_path", False, 3): "colorimetry-5.4.0",
+    ("fast_path", False, 2): "colorimetry-5.4.0",
+    ("analysed", False, 3): "colorimetry-5.3.0",
+    ("analysed", False, 2): "colorimetry-5.3.0",
+    ("analysed", True, 3): "colorimetry-5.3.0+face-tiles-3",
+    ("analysed", True, 2): "colorimetry-5.3.0+face-tiles",
+}[(landmarks.LANDMARK_SCALE, landmarks.FACE_TILES, landmarks.FACE_TILE_LEVELS)]
 
 
 def skin_tone_stats(
