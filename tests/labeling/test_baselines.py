@@ -571,6 +571,9 @@ def test_baselines_page_shows_the_detector_figures_per_tone(project):
     section = html.split('id="detector-evaluation"')[1].split("</section>")[0]
     # The lead is told that an edited small copy (sharpened, compressed) moves a small face's reading.
     assert 'id="import-originals"' in section and "Import the originals." in section
+    # The cascades were the default until colorimetry-3.0.0, whatever the current version is.
+    assert "the default before colorimetry-3.0.0" in section
+    assert f"the default before {figures['algorithm_version']}" not in section
     rows = section.split("<tbody>")[1].split("</tbody>")[0].split("</tr>")[:-1]
     assert len(rows) == 10
     for tone, row in enumerate(rows, start=1):
