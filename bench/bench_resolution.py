@@ -1,7 +1,7 @@
 """The same photo at 512 px, 2 MP and 12 MP, fast and full decode: how far apart its ITA readings are.
 
 Run: ``python bench/bench_resolution.py [--development-light | --held-out | --held-out-2 | --held-out-3 |
---held-out-4 | --held-out-5 | --held-out-6 | --held-out-7 | --time]``; with a held-out set ``[--lossless |
+--held-out-4 | --held-out-5 | --held-out-6 | --held-out-7 | --held-out-8 | --time]``; with a held-out set ``[--lossless |
 --jpeg-100]``, and with the seventh ``[--unsharpened]``.
 
 ``--time``: the time of one ``measure_image`` (default detector) per reading of the development cases
@@ -30,7 +30,10 @@ Lanczos reductions, the 512 px file sharpened, quality 70 4:2:0 JPEG; session 39
 ran on it, and not run in session 39). Session 42: ``--lossless`` stores every file of a held-out set as PNG
 instead of JPEG, ``--jpeg-100`` as a quality-100 4:4:4 JPEG (nearly lossless, still DCT-scaled by the fast
 path): the set's chain without its compression; ``--unsharpened`` leaves the seventh set's 512 px file
-unsharpened, so that with either the readings differ by resolution and decode path alone.
+unsharpened, so that with either the readings differ by resolution and decode path alone. ``--held-out-8``:
+the eighth (``held_out_8_scenes``: small faces on a dark 3:2 wall, on a square three times the portrait and
+high in a 9:16 phone frame, the head turned 15 degrees, a control with the face large; bicubic master, box
+reductions, quality 86 4:2:0 JPEG, nothing sharpened; session 42, committed before any method ran on it).
 
 Each evaluation portrait (scikit-image's astronaut, Matplotlib's Grace Hopper) recoloured to each Monk
 tone is enlarged (Lanczos) to a 12 MP master, exported at 2 MP and 512 px from it (Lanczos), and each
@@ -99,7 +102,7 @@ def _stored_as(measure, storage: str):
 
 
 def held_out(which: int = 1) -> None:
-    """The held-out scenes (``tests/colorimetry/resolution_sets.py``; ``which``: the first to seventh
+    """The held-out scenes (``tests/colorimetry/resolution_sets.py``; ``which``: the first to eighth
     held-out set), default detector: per reading and overall."""
     from tests.colorimetry import resolution_sets
 

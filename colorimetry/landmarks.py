@@ -546,7 +546,8 @@ def tile_origins(width: int, height: int) -> list[list[tuple[int, int, int]]]:
 
 
 def _tiled_faces(rgb: np.ndarray) -> list[MeshFace]:
-    """The second look (colorimetry-5.5.0; a third level since 5.6.0): BlazeFace on each tile of :func:`tile_origins`, level by level;
+    """The second look (colorimetry-5.5.0; a third level since 5.6.0): BlazeFace on each tile of
+    :func:`tile_origins`, level by level;
     the level's :data:`TILE_CANDIDATES` most confident detections of at least
     :data:`TILE_MIN_DETECTION_SCORE` (mapped back to the frame) are given to Face Mesh in turn, and the first
     it confirms with a tracked score of at least :data:`TILE_MIN_MESH_SCORE` is the face. ``detector`` says ``"<model>_tile"``."""

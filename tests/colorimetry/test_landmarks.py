@@ -306,3 +306,20 @@ def test_a_very_dark_face_small_in_a_square_frame_is_found_on_the_third_level(mo
     stats = skin_tone_stats(small)
     assert stats["face_method"].endswith("_tile")
     assert abs(stats["ita_median"] - truth) < 5.0
+
+
+def test_the_third_tile_level_is_squares_a_third_of_the_short_side(monkeypatch) -> None:
+    """colorimetry-5.6.0's levels: the short side, half of it, a third of it, each overlapping by half a
+    square and covering the frame; ``COLORIMETRY_FACE_TILE_LEVELS=2`` (5.5.0) stops after the second."""
+    levels = landmarks.tile_origins(1024, 683)
+    assert [len(level) for level in levels] == [3, 24, 54]
+    assert {side for *_, side in levels[2]} == {683 // 3}
+    for level in levels:
+        side = level[0][2]
+        assert max(x for x, _, _ in level) + side == 1024 and max(y for _, y, _ in level) + side == 683
+        assert min(x for x, _, _ in level) == 0 and min(y for _, y, _ in level) == 0
+    monkeypatch.setattr(landmarks, "FACE_TILE_LEVELS", 2)
+    assert landmarks.tile_origins(1024, 683) == levels[:2]
+    # A level whose squares would be under MIN_TILE pixels is left out.
+    monkeypatch.setattr(landmarks, "FACE_TILE_LEVELS", 3)
+    assert [level[0][2] for level in landmarks.tile_origins(400, 180)] == [180, 90]
