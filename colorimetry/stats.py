@@ -221,15 +221,13 @@ def _rules(rgb: np.ndarray, opaque: np.ndarray | None) -> np.ndarray:
 #: colorimetry-5.3.0 (that scale with the tiles was never a release: it says both). Without the tiles the
 #: number of tile levels does not matter.
 ALGORITHM_VERSION = {
-    ("fast_path", True, 3): "colorimetry-5.6.0",
-    ("fast_path", True, 2): "colorimetry-5.5.0",
-    ("fast_path", False, 3): "colorimetry-5.4.0",
-    ("fast_path", False, 2): "colorimetry-5.4.0",
-    ("analysed", False, 3): "colorimetry-5.3.0",
-    ("analysed", False, 2): "colorimetry-5.3.0",
-    ("analysed", True, 3): "colorimetry-5.3.0+face-tiles-3",
-    ("analysed", True, 2): "colorimetry-5.3.0+face-tiles",
-}[(landmarks.LANDMARK_SCALE, landmarks.FACE_TILES, landmarks.FACE_TILE_LEVELS)]
+    ("fast_path", 3): "colorimetry-5.6.0",
+    ("fast_path", 2): "colorimetry-5.5.0",
+    ("fast_path", 0): "colorimetry-5.4.0",
+    ("analysed", 0): "colorimetry-5.3.0",
+    ("analysed", 2): "colorimetry-5.3.0+face-tiles",
+    ("analysed", 3): "colorimetry-5.3.0+face-tiles-3",
+}[(landmarks.LANDMARK_SCALE, landmarks.FACE_TILE_LEVELS if landmarks.FACE_TILES else 0)]
 
 
 def skin_tone_stats(

@@ -699,16 +699,23 @@ def held_out_7_scenes() -> Iterator[Scene]:
                 )
 
 
+def _sized_7(rgb: np.ndarray, *, sharpen: bool = True) -> Iterator[tuple[str, int, Image.Image]]:
+    """:func:`_sized` with the seventh set's master and reduction, the 512 px image sharpened (unless
+    ``sharpen`` is false) with :data:`HELD_OUT_7_SHARPEN`: the images every seventh-set export stores."""
+    from PIL import ImageFilter
+
+    for name, side, image in _sized(rgb, HELD_OUT_7_EXPORT["master"], HELD_OUT_7_EXPORT["down"]):
+        if name == "512 px" and sharpen:
+            image = image.filter(ImageFilter.UnsharpMask(*HELD_OUT_7_SHARPEN))
+        yield name, side, image
+
+
 def export_7(rgb: np.ndarray, directory: Path) -> dict[str, Path]:
     """The seventh held-out set's export (:data:`HELD_OUT_7_EXPORT`, :data:`HELD_OUT_7_SHARPEN`): the 12 MP
     master, the 2 MP and 512 px files reduced from it, the 512 px one sharpened; baseline JPEGs at quality
     70, 4:2:0."""
-    from PIL import ImageFilter
-
     files = {}
-    for name, side, image in _sized(rgb, HELD_OUT_7_EXPORT["master"], HELD_OUT_7_EXPORT["down"]):
-        if name == "512 px":
-            image = image.filter(ImageFilter.UnsharpMask(*HELD_OUT_7_SHARPEN))
+    for name, side, image in _sized_7(rgb):
         files[name] = directory / f"{side}.jpg"
         image.save(files[name], quality=HELD_OUT_7_EXPORT["quality"], subsampling=2, optimize=True)
     return files
@@ -725,12 +732,8 @@ def export_7_lossless(rgb: np.ndarray, directory: Path, *, sharpen: bool = True)
     the same master, reductions and (unless ``sharpen`` is false) the 512 px file's sharpening
     (:func:`export_7`). Session 42's diagnostic: with ``sharpen`` false the readings differ by resolution and
     decode path only; with it, by those and the small copy's sharpening."""
-    from PIL import ImageFilter
-
     files = {}
-    for name, side, image in _sized(rgb, HELD_OUT_7_EXPORT["master"], HELD_OUT_7_EXPORT["down"]):
-        if name == "512 px" and sharpen:
-            image = image.filter(ImageFilter.UnsharpMask(*HELD_OUT_7_SHARPEN))
+    for name, side, image in _sized_7(rgb, sharpen=sharpen):
         files[name] = directory / f"{side}.png"
         image.save(files[name], compress_level=1)
     return files
