@@ -177,6 +177,16 @@ FACE_TILES = os.environ.get("COLORIMETRY_FACE_TILES", "1") != "0"
 FACE_TILE_LEVELS = int(os.environ.get("COLORIMETRY_FACE_TILE_LEVELS", "3"))
 if FACE_TILE_LEVELS not in (2, 3):
     raise ValueError(f"COLORIMETRY_FACE_TILE_LEVELS must be 2 or 3, got {FACE_TILE_LEVELS}")
+#: Candidate colorimetry-5.7.0 (docs/colorimetry-resolution.md, session 43; off unless
+#: ``COLORIMETRY_MESH_JITTERS=8`` is read at import): the points of a confirmed face are the mean of Face Mesh
+#: on the tracked ROI and on this many jittered copies of it (:func:`_steadied`), the centre moved by
+#: :data:`MESH_JITTER` of the ROI's side along both axes and the side scaled by 1 +- :data:`MESH_JITTER`
+#: (the corners of a cube). Face Mesh's points move with the sub-pixel framing of its input; the mean
+#: of nine framings moves less.
+MESH_JITTERS = int(os.environ.get("COLORIMETRY_MESH_JITTERS", "0"))
+if MESH_JITTERS not in (0, 8):
+    raise ValueError(f"COLORIMETRY_MESH_JITTERS must be 0 or 8, got {MESH_JITTERS}")
+MESH_JITTER = 0.03
 #: At most this many of the tiles' detections, most confident first, are given to Face Mesh to confirm.
 TILE_CANDIDATES = 3
 #: Each tile is one more chance for a false face, so a tile's face must be surer than a whole frame's: a
@@ -506,7 +516,28 @@ def _confirmed(
         return None
     if min_mesh is not None and again_score < min_mesh:
         return None
+    if MESH_JITTERS:
+        points = _steadied(rgb, points)
     return MeshFace(points, _box_of(points), score, mesh_score, detector)
+
+
+def _steadied(rgb: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """The mean of ``points`` and of Face Mesh on :data:`MESH_JITTERS` jittered copies of their ROI (the box
+    of the points, eyes levelled, x :data:`ROI_SCALE`); a copy whose face-presence score is not above
+    :data:`MIN_MESH_SCORE` is left out."""
+    right = points[list(RIGHT_EYE)].mean(axis=0)
+    left = points[list(LEFT_EYE)].mean(axis=0)
+    low, high = points.min(axis=0), points.max(axis=0)
+    centre, side, angle = (low + high) / 2, float((high - low).max()) * ROI_SCALE, _eye_angle(right, left)
+    framings = [points]
+    for dx in (-1, 1):
+        for dy in (-1, 1):
+            for ds in (-1, 1):
+                shift = np.array([dx, dy], dtype=np.float64) * MESH_JITTER * side
+                score, jittered = _mesh(rgb, centre + shift, side * (1 + ds * MESH_JITTER), angle)
+                if score > MIN_MESH_SCORE:
+                    framings.append(jittered)
+    return np.mean(framings, axis=0)
 
 
 def _spread(length: int, side: int, count: int) -> list[int]:

@@ -220,7 +220,7 @@ def _rules(rgb: np.ndarray, opaque: np.ndarray | None) -> np.ndarray:
 #: ``COLORIMETRY_FACE_TILES=0`` colorimetry-5.4.0, with ``COLORIMETRY_LANDMARK_SCALE=analysed`` too
 #: colorimetry-5.3.0 (that scale with the tiles was never a release: it says both). Without the tiles the
 #: number of tile levels does not matter.
-ALGORITHM_VERSION = {
+_ALGORITHM_VERSION = {
     ("fast_path", 3): "colorimetry-5.6.0",
     ("fast_path", 2): "colorimetry-5.5.0",
     ("fast_path", 0): "colorimetry-5.4.0",
@@ -228,6 +228,7 @@ ALGORITHM_VERSION = {
     ("analysed", 2): "colorimetry-5.3.0+face-tiles",
     ("analysed", 3): "colorimetry-5.3.0+face-tiles-3",
 }[(landmarks.LANDMARK_SCALE, landmarks.FACE_TILE_LEVELS if landmarks.FACE_TILES else 0)]
+ALGORITHM_VERSION = _ALGORITHM_VERSION + ("+mesh-jitters" if landmarks.MESH_JITTERS else "")
 
 
 def skin_tone_stats(

@@ -848,3 +848,102 @@ def held_out_8_readings(scene: Scene, measure: Callable[..., dict], **options: o
     """:func:`readings` of one scene of the eighth held-out set with its export (:func:`export_8`)."""
     with tempfile.TemporaryDirectory() as tmp:
         return readings(export_8(scene.rgb, Path(tmp)), measure, **options)
+
+
+# --------------------------------------------------------------------------- the ninth held-out set
+# Session 43, written down and committed before any method ran on it (docs/colorimetry-resolution.md): for
+# the candidate that steadies Face Mesh's points by averaging jittered framings (colorimetry-5.7.0), whose
+# target is a mid-tone face whose readings differ by where the mesh put the cheeks. The eight earlier sets
+# have all been seen. Its faces are mostly large or medium in the frame, and its tones lean to the middle of
+# the scale (the reframed scenes at MST 3, 5 and 8), where a degree of ITA is about half a unit of L*.
+
+#: The ninth set's export: a Hamming 12 MP master, the 2 MP and 512 px files each reduced from it with a
+#: bilinear filter; baseline JPEGs at quality 90 with 4:2:0 chroma, Huffman tables optimised. (Development:
+#: Lanczos / Lanczos / 92; no earlier set paired a Hamming master with bilinear reductions or stored at 90.)
+HELD_OUT_9_EXPORT = {"master": Image.Resampling.HAMMING, "down": Image.Resampling.BILINEAR, "quality": 90}
+#: A rose-tinted light (red up a little, green down: along no earlier set's axis: warm-cool, magenta, green,
+#: amber, cyan, yellow), 0.3 stop under.
+ROSE, UNDER_9 = (1.07, 0.95, 1.0), -0.3
+#: The head turned 9 degrees clockwise (earlier sets: +8, -12, +17, -6, -21, +15) and 0.4 stop under.
+ROLL_9, ROLL_9_EXPOSURE = -9.0, -0.4
+#: Reframings: the portrait mirrored at the left third of a 16:10 frame 1.9 times its width on a dark olive
+#: wall, and a crop that cuts the top of the head and the chin's tip (a close framing of the face).
+FRAMES_9 = ("mirrored_left_third_16x10", "close_crop")
+
+
+def _medium_4x3(rgb: np.ndarray) -> np.ndarray:
+    """The portrait at the bottom centre of a 4:3 frame 1.6 times its width on a cool light-grey wall (a face
+    of medium size in the frame)."""
+    h, w = rgb.shape[:2]
+    width = round(1.6 * w)
+    height = max(round(width * 3 / 4), h)
+    wall = np.empty((height, width, 3), dtype=np.uint8)
+    wall[:] = (170, 176, 184)
+    x0 = (width - w) // 2
+    wall[height - h :, x0 : x0 + w] = rgb
+    return wall
+
+
+def _framed_9(rgb: np.ndarray, frame: str) -> np.ndarray:
+    h, w = rgb.shape[:2]
+    if frame == "mirrored_left_third_16x10":
+        width = round(1.9 * w)
+        height = max(round(width * 10 / 16), h)
+        wall = np.empty((height, width, 3), dtype=np.uint8)
+        wall[:] = (72, 74, 52)  # a dark olive wall
+        x0 = max(0, round(width / 3 - w / 2))
+        wall[height - h :, x0 : x0 + w] = rgb[:, ::-1]
+        return wall
+    return _crop(rgb, (0.12, 0.1, 0.88, 0.78))
+
+
+def held_out_9_scenes() -> Iterator[Scene]:
+    """The 72 scenes of the ninth held-out set (session 43, written down before any method ran on it; the
+    first eight had all been seen). Both portraits x ten tones x three scene kinds (60), plus 12 reframed
+    scenes at tones 3, 5 and 8 (noise seeds fixed per scene):
+
+    * ``camera_rose_minus_0.3_stop``: the second recolouring model under a rose-tinted light (:data:`ROSE`),
+      0.3 stop under, sensor noise;
+    * ``first_rolled_minus_9_deg_minus_0.4_stop``: the first model 0.4 stop under, the head turned 9 degrees
+      clockwise, sensor noise;
+    * ``camera_medium_face_4x3``: the second model at the bottom centre of a 4:3 frame 1.6 times the
+      portrait's width (:func:`_medium_4x3`), sensor noise;
+    * reframed (:data:`FRAMES_9`): the first model at its exposure, mirrored at the left third of a 16:10
+      frame, or cropped close, sensor noise.
+    """
+    for portrait in (first.astronaut(), first.grace_hopper()):
+        for tone in range(1, 11):
+            rgb = camera_model.recoloured_camera(portrait, tone)
+            rgb = first.chain(first.white_balance(ROSE), first.exposure(UNDER_9))(rgb, portrait.truth, tone)[0]
+            yield Scene(f"{portrait.name} camera_rose_minus_0.3_stop MST {tone}", camera_model.camera(rgb, 3000 + tone))
+        for tone in range(1, 11):
+            rgb = first.exposure(ROLL_9_EXPOSURE)(first.recoloured(portrait, tone), portrait.truth, tone)[0]
+            yield Scene(
+                f"{portrait.name} first_rolled_minus_9_deg_minus_0.4_stop MST {tone}",
+                camera_model.camera(_rotated(rgb, ROLL_9), 3100 + tone),
+            )
+        for tone in range(1, 11):
+            rgb = _medium_4x3(camera_model.recoloured_camera(portrait, tone))
+            yield Scene(f"{portrait.name} camera_medium_face_4x3 MST {tone}", camera_model.camera(rgb, 3200 + tone))
+        for frame in FRAMES_9:
+            for tone in (3, 5, 8):
+                rgb = first.recoloured(portrait, tone)
+                yield Scene(
+                    f"{portrait.name} {frame} MST {tone}", camera_model.camera(_framed_9(rgb, frame), 3300 + tone)
+                )
+
+
+def export_9(rgb: np.ndarray, directory: Path) -> dict[str, Path]:
+    """The ninth held-out set's export (:data:`HELD_OUT_9_EXPORT`): the 12 MP master, the 2 MP and 512 px
+    files reduced from it with a bilinear filter; baseline JPEGs at quality 90, 4:2:0, optimised Huffman."""
+    files = {}
+    for name, side, image in _sized(rgb, HELD_OUT_9_EXPORT["master"], HELD_OUT_9_EXPORT["down"]):
+        files[name] = directory / f"{side}.jpg"
+        image.save(files[name], quality=HELD_OUT_9_EXPORT["quality"], subsampling=2, optimize=True)
+    return files
+
+
+def held_out_9_readings(scene: Scene, measure: Callable[..., dict], **options: object) -> dict[str, float | None]:
+    """:func:`readings` of one scene of the ninth held-out set with its export (:func:`export_9`)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        return readings(export_9(scene.rgb, Path(tmp)), measure, **options)
