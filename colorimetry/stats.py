@@ -219,8 +219,10 @@ def _rules(rgb: np.ndarray, opaque: np.ndarray | None) -> np.ndarray:
 #: measure exactly as those did, and say so: ``COLORIMETRY_FACE_TILE_LEVELS=2`` is colorimetry-5.5.0,
 #: ``COLORIMETRY_FACE_TILES=0`` colorimetry-5.4.0, with ``COLORIMETRY_LANDMARK_SCALE=analysed`` too
 #: colorimetry-5.3.0 (that scale with the tiles was never a release: it says both). Without the tiles the
-#: number of tile levels does not matter.
-_ALGORITHM_VERSION = {
+#: number of tile levels does not matter. colorimetry-5.7.0 is 5.6.0 with the averaged framings
+#: (``COLORIMETRY_MESH_JITTERS=0`` turns them off); with an older method they were never a release: it says
+#: both.
+_BEFORE_FRAMINGS = {
     ("fast_path", 3): "colorimetry-5.6.0",
     ("fast_path", 2): "colorimetry-5.5.0",
     ("fast_path", 0): "colorimetry-5.4.0",
@@ -228,7 +230,13 @@ _ALGORITHM_VERSION = {
     ("analysed", 2): "colorimetry-5.3.0+face-tiles",
     ("analysed", 3): "colorimetry-5.3.0+face-tiles-3",
 }[(landmarks.LANDMARK_SCALE, landmarks.FACE_TILE_LEVELS if landmarks.FACE_TILES else 0)]
-ALGORITHM_VERSION = _ALGORITHM_VERSION + ("+mesh-jitters" if landmarks.MESH_JITTERS else "")
+ALGORITHM_VERSION = (
+    _BEFORE_FRAMINGS
+    if not landmarks.MESH_JITTERS
+    else "colorimetry-5.7.0"
+    if _BEFORE_FRAMINGS == "colorimetry-5.6.0"
+    else f"{_BEFORE_FRAMINGS}+mesh-jitters"
+)
 
 
 def skin_tone_stats(

@@ -171,35 +171,40 @@ def test_the_fast_path_scale_option_locates_the_face_as_the_fast_decode_would(mo
 
 @pytest.mark.slow  # starts a Python process (pytest.ini): CI runs it, bin/test --fast skips it
 @pytest.mark.parametrize(
-    ("scale", "tiles", "levels", "version"),
+    ("scale", "tiles", "levels", "jitters", "version"),
     [
-        ("fast_path", "1", "3", "colorimetry-5.6.0"),
-        ("fast_path", "1", "2", "colorimetry-5.5.0"),
-        ("fast_path", "0", "3", "colorimetry-5.4.0"),
-        ("analysed", "0", "2", "colorimetry-5.3.0"),
-        ("analysed", "1", "2", "colorimetry-5.3.0+face-tiles"),
+        ("fast_path", "1", "3", "8", "colorimetry-5.7.0"),
+        ("fast_path", "1", "3", "0", "colorimetry-5.6.0"),
+        ("fast_path", "1", "2", "0", "colorimetry-5.5.0"),
+        ("fast_path", "0", "3", "0", "colorimetry-5.4.0"),
+        ("analysed", "0", "2", "0", "colorimetry-5.3.0"),
+        ("analysed", "1", "2", "0", "colorimetry-5.3.0+face-tiles"),
+        ("fast_path", "1", "2", "8", "colorimetry-5.5.0+mesh-jitters"),
     ],
 )
-def test_the_stamped_version_follows_the_method(scale: str, tiles: str, levels: str, version: str) -> None:
+def test_the_stamped_version_follows_the_method(
+    scale: str, tiles: str, levels: str, jitters: str, version: str
+) -> None:
     """A result carries the version of the method that measured it, also when the environment chose the
-    method before (the benches' ``COLORIMETRY_FACE_TILE_LEVELS=2``, ``COLORIMETRY_FACE_TILES=0`` and
-    ``COLORIMETRY_LANDMARK_SCALE=analysed``)."""
+    method before (the benches' ``COLORIMETRY_MESH_JITTERS=0``, ``COLORIMETRY_FACE_TILE_LEVELS=2``,
+    ``COLORIMETRY_FACE_TILES=0`` and ``COLORIMETRY_LANDMARK_SCALE=analysed``)."""
     import os
     import subprocess
     import sys
 
     code = (
         "import colorimetry.stats as s, colorimetry.landmarks as l; "
-        "print(l.LANDMARK_SCALE, int(l.FACE_TILES), l.FACE_TILE_LEVELS, s.ALGORITHM_VERSION)"
+        "print(l.LANDMARK_SCALE, int(l.FACE_TILES), l.FACE_TILE_LEVELS, l.MESH_JITTERS, s.ALGORITHM_VERSION)"
     )
     env = {
         **os.environ,
         "COLORIMETRY_LANDMARK_SCALE": scale,
         "COLORIMETRY_FACE_TILES": tiles,
         "COLORIMETRY_FACE_TILE_LEVELS": levels,
+        "COLORIMETRY_MESH_JITTERS": jitters,
     }
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    assert out.stdout.split() == [scale, tiles, levels, version]
+    assert out.stdout.split() == [scale, tiles, levels, jitters, version]
 
 
 @pytest.mark.parametrize("size", [(512, 384), (1414, 1414), (2000, 1500), (6000, 4000), (8000, 4500)])
@@ -323,3 +328,64 @@ def test_the_third_tile_level_is_squares_a_third_of_the_short_side(monkeypatch) 
     # A level whose squares would be under MIN_TILE pixels is left out.
     monkeypatch.setattr(landmarks, "FACE_TILE_LEVELS", 3)
     assert [level[0][2] for level in landmarks.tile_origins(400, 180)] == [180, 90]
+
+
+def _sample_centres(rgb: np.ndarray) -> list[np.ndarray]:
+    """The forehead's and the cheeks' centres of the first face of ``rgb`` at five sizes and sub-pixel
+    offsets, in the original image's frame, in eye distances."""
+    import cv2
+
+    centres = []
+    for scale in (0.6, 0.7, 0.8, 0.9, 1.0):
+        affine = np.array([[scale, 0.0, 0.37], [0.0, scale, 0.61]])
+        size = (round(rgb.shape[1] * scale), round(rgb.shape[0] * scale))
+        shown = cv2.warpAffine(rgb, affine, size, flags=cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR)
+        (face,) = landmarks.detect_mesh_faces(shown)[:1]
+        points = (face.points - affine[:, 2]) / scale
+        eyes = points[list(landmarks.LEFT_EYE)].mean(axis=0) - points[list(landmarks.RIGHT_EYE)].mean(axis=0)
+        centres.append(np.array([points[list(p)].mean(axis=0) for p in landmarks.SAMPLE_POLYGONS]) / np.hypot(*eyes))
+    return centres
+
+
+def test_the_averaged_framings_hold_the_sample_still_across_sizes(monkeypatch) -> None:
+    """colorimetry-5.7.0 (``MESH_JITTERS`` 8): a face's points are the mean of Face Mesh on the tracked ROI and
+    eight jittered framings of it. The same portrait at five sizes and sub-pixel offsets puts the forehead's
+    and the cheeks' centres closer together than the single tracked pass does (docs/colorimetry-resolution.md,
+    session 43: 0.007-0.011 eye distances from their mean against 0.006-0.052)."""
+    moved = {}
+    for jitters in (0, 8):
+        monkeypatch.setattr(landmarks, "MESH_JITTERS", jitters)
+        moved[jitters] = []
+        for portrait in (evaluation.astronaut(), evaluation.grace_hopper()):
+            for tone in (2, 6, 8):
+                centres = np.array(_sample_centres(evaluation.recoloured(portrait, tone)))
+                moved[jitters].append(float(np.hypot(*(centres - centres.mean(axis=0)).transpose(2, 0, 1)).mean()))
+    assert max(moved[8]) < 0.013
+    assert np.mean(moved[8]) < 0.6 * np.mean(moved[0])
+    assert sum(a < b for a, b in zip(moved[8], moved[0], strict=True)) >= 5
+
+
+def test_the_averaged_points_are_the_mean_of_the_framings_the_mesh_confirms(monkeypatch) -> None:
+    """``_steadied`` averages the tracked points with each jittered framing Face Mesh confirms (score above
+    :data:`MIN_MESH_SCORE`), centre moved by 3% of the ROI's side along both axes and side scaled by 1 +- 3%."""
+    rgb = evaluation.recoloured(evaluation.grace_hopper(), 6)
+    monkeypatch.setattr(landmarks, "MESH_JITTERS", 0)
+    (face,) = landmarks.detect_mesh_faces(rgb)[:1]
+    calls = []
+    real_mesh = landmarks._mesh
+
+    def mesh(image, centre, side, angle):
+        score, points = real_mesh(image, centre, side, angle)
+        calls.append((centre, side, score, points))
+        return (0.0 if len(calls) == 3 else score), points  # the third framing is not confirmed
+
+    monkeypatch.setattr(landmarks, "_mesh", mesh)
+    steadied = landmarks._steadied(rgb, face.points)
+    assert len(calls) == 8
+    low, high = face.points.min(axis=0), face.points.max(axis=0)
+    side = float((high - low).max()) * landmarks.ROI_SCALE
+    offsets = {tuple(np.round((c - (low + high) / 2) / (0.03 * side)).astype(int)) for c, _, _, _ in calls}
+    assert offsets == {(-1, -1), (-1, 1), (1, -1), (1, 1)}
+    assert sorted({round(s / side, 4) for _, s, _, _ in calls}) == [0.97, 1.03]
+    kept = [face.points] + [p for i, (_, _, _, p) in enumerate(calls) if i != 2]
+    assert np.allclose(steadied, np.mean(kept, axis=0))
