@@ -106,7 +106,7 @@ def _stored_as(measure, storage: str):
 
 
 def held_out(which: int = 1) -> None:
-    """The held-out scenes (``tests/colorimetry/resolution_sets.py``; ``which``: the first to eighth
+    """The held-out scenes (``tests/colorimetry/resolution_sets.py``; ``which``: the first to ninth
     held-out set), default detector: per reading and overall."""
     from tests.colorimetry import resolution_sets
 

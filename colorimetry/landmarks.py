@@ -511,10 +511,7 @@ def _confirmed(
     # It runs whatever the first pass's face-presence score (colorimetry-5.1.0): on the detector's
     # loose box around a very dark face that score swung from 0.39 to 0.97 with the photo's size
     # while the tracked pass scored 1.00 on every size (issue 21, docs/colorimetry-resolution.md).
-    right = points[list(RIGHT_EYE)].mean(axis=0)
-    left = points[list(LEFT_EYE)].mean(axis=0)
-    low, high = points.min(axis=0), points.max(axis=0)
-    again_score, again = _mesh(rgb, (low + high) / 2, float((high - low).max()) * ROI_SCALE, _eye_angle(right, left))
+    again_score, again = _mesh(rgb, *_roi_of(points))
     if again_score > MIN_MESH_SCORE:
         mesh_score, points = again_score, again
     elif mesh_score <= MIN_MESH_SCORE:
@@ -526,14 +523,19 @@ def _confirmed(
     return MeshFace(points, _box_of(points), score, mesh_score, detector)
 
 
-def _steadied(rgb: np.ndarray, points: np.ndarray) -> np.ndarray:
-    """The mean of ``points`` and of Face Mesh on :data:`MESH_JITTERS` jittered copies of their ROI (the box
-    of the points, eyes levelled, x :data:`ROI_SCALE`); a copy whose face-presence score is not above
-    :data:`MIN_MESH_SCORE` is left out."""
+def _roi_of(points: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """The ROI (centre, side, angle) of a mesh's own points: their box's centre, its long side x
+    :data:`ROI_SCALE`, the eyes (their corners' means) levelled; MediaPipe's tracking step."""
     right = points[list(RIGHT_EYE)].mean(axis=0)
     left = points[list(LEFT_EYE)].mean(axis=0)
     low, high = points.min(axis=0), points.max(axis=0)
-    centre, side, angle = (low + high) / 2, float((high - low).max()) * ROI_SCALE, _eye_angle(right, left)
+    return (low + high) / 2, float((high - low).max()) * ROI_SCALE, _eye_angle(right, left)
+
+
+def _steadied(rgb: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """The mean of ``points`` and of Face Mesh on :data:`MESH_JITTERS` jittered copies of their ROI
+    (:func:`_roi_of`); a copy whose face-presence score is not above :data:`MIN_MESH_SCORE` is left out."""
+    centre, side, angle = _roi_of(points)
     framings = [points]
     for dx in (-1, 1):
         for dy in (-1, 1):

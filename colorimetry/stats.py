@@ -230,13 +230,11 @@ _BEFORE_FRAMINGS = {
     ("analysed", 2): "colorimetry-5.3.0+face-tiles",
     ("analysed", 3): "colorimetry-5.3.0+face-tiles-3",
 }[(landmarks.LANDMARK_SCALE, landmarks.FACE_TILE_LEVELS if landmarks.FACE_TILES else 0)]
-ALGORITHM_VERSION = (
-    _BEFORE_FRAMINGS
-    if not landmarks.MESH_JITTERS
-    else "colorimetry-5.7.0"
-    if _BEFORE_FRAMINGS == "colorimetry-5.6.0"
-    else f"{_BEFORE_FRAMINGS}+mesh-jitters"
-)
+ALGORITHM_VERSION = _BEFORE_FRAMINGS
+if landmarks.MESH_JITTERS:
+    ALGORITHM_VERSION = (
+        "colorimetry-5.7.0" if _BEFORE_FRAMINGS == "colorimetry-5.6.0" else f"{_BEFORE_FRAMINGS}+mesh-jitters"
+    )
 
 
 def skin_tone_stats(
